@@ -1,0 +1,32 @@
+# Every command goes through here; each creates .venv and installs what it needs itself.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+EXTRAS ?= llm,dev
+
+.PHONY: install demo test bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch first, pinned by the constraints file, so the CPU wheel on disk is taken.
+	$(PY) -m pip install -q -c constraints.txt torch
+	$(PY) -m pip install -q -c constraints.txt -e ".[$(EXTRAS)]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/neurips26 list
+	$(VENV)/bin/neurips26 run pome --quick
+	$(VENV)/bin/neurips26 report
+
+test: $(STAMP)
+	$(PY) -m pytest -q -n 2 tests
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_pome.py --out benchmarks/RESULTS.md
+
+clean:
+	rm -rf $(VENV) runs build src/*.egg-info

@@ -1,0 +1,191 @@
+"""``neurips26 list | run | report | pome``.
+
+Exit status: 0 on success, 1 when an experiment failed, 2 for bad usage or input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+from typing import Sequence
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from . import reproduce
+from .reproduce._harness import check_writable, run_experiment
+
+console = Console(stderr=True)
+out_console = Console()
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    table = Table("slug", "paper", "what it runs")
+    for exp in reproduce.EXPERIMENTS.values():
+        table.add_row(exp.slug, exp.paper, exp.summary)
+    out_console.print(table)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.slug == "all":
+        exps = list(reproduce.EXPERIMENTS.values())
+    else:
+        try:
+            exps = [reproduce.get(args.slug)]
+        except KeyError as exc:
+            console.print(f"[red]error:[/] {exc.args[0]}")
+            return 2
+    out = Path(args.out)
+    try:
+        check_writable(out)
+    except PermissionError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2
+    failed = []
+    for exp in exps:
+        console.print(f"[bold]{exp.slug}[/]: {exp.paper} ({'quick' if args.quick else 'full'}, seed {args.seed})")
+        try:
+            with _progress() as progress:
+                res = run_experiment(exp, out, seed=args.seed, quick=args.quick, progress=progress)
+        except KeyboardInterrupt:
+            raise
+        except Exception:  # one failing experiment must not stop `run all`
+            console.print(f"[red]{exp.slug} failed:[/]\n{traceback.format_exc()}")
+            failed.append(exp.slug)
+            continue
+        held = sum(c["holds"] for c in res["claims"])
+        console.print(f"  {held}/{len(res['claims'])} claims held, {res['wall_s']:.1f} s -> {out / exp.slug}")
+        for c in res["claims"]:
+            mark = "[green]holds[/]" if c["holds"] else "[red]does not hold[/]"
+            console.print(f"  - {c['claim']}: ours {c['ours']:.4g} vs baseline {c['baseline']:.4g}: {mark}")
+    if failed:
+        console.print(f"[red]{len(failed)} experiment(s) failed:[/] {', '.join(failed)}")
+        return 1
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .reproduce.report import collect_results, render_index
+
+    out = Path(args.out)
+    try:
+        results = collect_results(out)
+    except ValueError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2
+    if not results:
+        console.print(f"[red]error:[/] no results.json under {out}/; run `neurips26 run SLUG --quick` first")
+        return 2
+    index = render_index(out)
+    table = Table("slug", "claims held / tested", "size", "wall (s)")
+    for _, r in results:
+        held = sum(c["holds"] for c in r["claims"])
+        table.add_row(r["slug"], f"{held} / {len(r['claims'])}", "quick" if r["quick"] else "full", f"{r['wall_s']:.1f}")
+    out_console.print(table)
+    out_console.print(f"wrote {index}")
+    return 0
+
+
+def cmd_pome(args: argparse.Namespace) -> int:
+    import re
+
+    from .compression import DEFAULT_TARGETS, pome_checkpoint
+    from .compression.pome_io import total_bytes
+
+    targets: object = DEFAULT_TARGETS
+    if args.targets:
+        targets = [t for t in args.targets if not t.startswith("re:")]
+        regexes = [re.compile(t[3:]) for t in args.targets if t.startswith("re:")]
+        if regexes:
+            globs = list(targets)  # type: ignore[arg-type]
+            from fnmatch import fnmatchcase
+
+            targets = lambda n: any(r.search(n) for r in regexes) or any(fnmatchcase(n, g) for g in globs)  # noqa: E731
+    scale: object = args.scale
+    if scale not in ("fro", "spectral"):
+        try:
+            scale = float(scale)
+        except ValueError:
+            console.print(f"[red]error:[/] --scale must be 'fro', 'spectral' or a number, got {args.scale!r}")
+            return 2
+    try:
+        total = total_bytes(args.finetuned)
+        with _progress() as progress:
+            task = progress.add_task("POME", total=total)
+            report = pome_checkpoint(
+                args.pretrained,
+                args.finetuned,
+                args.output,
+                targets=targets,  # type: ignore[arg-type]
+                rank=args.rank,
+                rank_ratio=args.rank_ratio,
+                scale=scale,  # type: ignore[arg-type]
+                gain=args.gain,
+                overwrite=args.overwrite,
+                callback=lambda name, nbytes, edited: progress.advance(task, nbytes),
+            )
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, PermissionError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2
+    out_console.print(f"edited {len(report.edited)} tensors, copied the rest unchanged -> {args.output}")
+    if report.skipped:
+        out_console.print(f"skipped (matched but not a float matrix): {', '.join(sorted(report.skipped))}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="neurips26", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("list", help="list the experiments").set_defaults(func=cmd_list)
+
+    r = sub.add_parser("run", help="run an experiment (or 'all')")
+    r.add_argument("slug")
+    r.add_argument("--quick", action="store_true", help="the small size: a few minutes on 2 CPU cores")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--out", default="runs", help="output directory (default: runs/)")
+    r.set_defaults(func=cmd_run)
+
+    rep = sub.add_parser("report", help="render every results.json under --out into index.html")
+    rep.add_argument("--out", default="runs")
+    rep.set_defaults(func=cmd_report)
+
+    pm = sub.add_parser("pome", help="apply POME to a pretrained / fine-tuned checkpoint pair")
+    pm.add_argument("pretrained", help=".safetensors file or Hugging Face model folder")
+    pm.add_argument("finetuned", help=".safetensors file or Hugging Face model folder")
+    pm.add_argument("-o", "--output", required=True, help="output file (.safetensors) or folder")
+    pm.add_argument("--rank", type=int, default=None, help="kept rank k (overrides --rank-ratio)")
+    pm.add_argument("--rank-ratio", type=float, default=0.5, help="k = ratio * min(m, n) (default 0.5)")
+    pm.add_argument("--scale", default="fro", help="'fro' (default), 'spectral', or a number: the common singular value")
+    pm.add_argument("--gain", type=float, default=1.0, help="multiplies the common singular value")
+    pm.add_argument(
+        "--targets", nargs="+", default=None,
+        help="tensor names to edit: globs, or 're:REGEX' (default: FFN up-projections)",
+    )
+    pm.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    pm.set_defaults(func=cmd_pome)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""POME over checkpoints on disk: streams tensor by tensor, writes atomically."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Callable, Literal
+
+from .._atomic import atomic_directory, atomic_open
+from .pome import (
+    DEFAULT_TARGETS,
+    PomeReport,
+    Scale,
+    Targets,
+    check_same_keys,
+    edit_tensor,
+    match_targets,
+)
+from .safetensors_io import CheckpointLayout, SafetensorsFile, StreamingWriter
+
+__all__ = ["pome_checkpoint", "total_bytes"]
+
+Callback = Callable[[str, int, bool], None]
+
+
+def total_bytes(path: str | os.PathLike) -> int:
+    """Bytes of tensor data in a checkpoint (for sizing a progress bar)."""
+    with CheckpointLayout(path) as layout:
+        return sum(f.tensors[n].nbytes for f in layout.files for n in f.tensors)
+
+
+def _write_file(
+    src: SafetensorsFile,
+    pre: CheckpointLayout,
+    dest: Path,
+    selected: Callable[[str], bool],
+    kwargs: dict,
+    report: PomeReport,
+    callback: Callback | None,
+) -> None:
+    layout = [(n, i.dtype, i.shape) for n, i in src.tensors.items()]
+    with atomic_open(dest) as fh:
+        writer = StreamingWriter(fh, layout, metadata=src.metadata)
+        for name, info in src.tensors.items():
+            edit = selected(name) and len(info.shape) >= 2 and info.torch_dtype.is_floating_point
+            if edit:
+                out, report.edited[name] = edit_tensor(pre.read(name), src.read(name), **kwargs)
+                writer.write(name, out)
+            else:
+                if selected(name):
+                    report.skipped[name] = "not a floating-point matrix"
+                # Untouched tensors are copied as raw bytes: bit-identical by construction.
+                writer.write(name, src.raw(name))
+            if callback is not None:
+                callback(name, info.nbytes, edit)
+        writer.close()
+
+
+def pome_checkpoint(
+    pretrained: str | os.PathLike,
+    finetuned: str | os.PathLike,
+    out: str | os.PathLike,
+    targets: Targets = DEFAULT_TARGETS,
+    *,
+    rank: int | None = None,
+    rank_ratio: float | None = 0.5,
+    scale: Scale = "fro",
+    gain: float = 1.0,
+    svd_method: Literal["auto", "full", "randomized"] = "auto",
+    overwrite: bool = False,
+    callback: Callback | None = None,
+) -> PomeReport:
+    """Apply POME to two checkpoints on disk and write the edited one to ``out``.
+
+    ``pretrained`` and ``finetuned`` are each a ``.safetensors`` file or a Hugging Face
+    model folder (single file or shards with ``model.safetensors.index.json``; the two
+    may be sharded differently). The output mirrors the fine-tuned layout: the same
+    shard names, the folder's other files (config, tokenizer, index) copied as they
+    are. Only one tensor pair is in memory at a time. Tensors not edited are copied
+    byte for byte. The output appears only once it is complete (written to a
+    temporary sibling, then renamed). ``callback(name, nbytes, edited)`` is called
+    after each tensor.
+    """
+    out = Path(out)
+    for src in (pretrained, finetuned):
+        if out.resolve() == Path(src).resolve():
+            raise ValueError(f"output {out} would overwrite input {src}")
+    if out.exists() and not overwrite:
+        raise FileExistsError(f"output {out} exists; pass overwrite=True (CLI: --overwrite) to replace it")
+    selected = match_targets(targets)
+    kwargs = dict(rank=rank, rank_ratio=rank_ratio, scale=scale, gain=gain, svd_method=svd_method)
+    report = PomeReport()
+    with CheckpointLayout(pretrained) as pre, CheckpointLayout(finetuned) as ft:
+        check_same_keys(pre.where, ft.where)
+        # Check every pair before any work, so a mismatch fails in a second, not hours in.
+        for name in ft.where:
+            a, b = pre.info(name), ft.info(name)
+            if a.shape != b.shape or a.dtype != b.dtype:
+                raise ValueError(
+                    f"tensor {name!r}: pretrained {a.dtype}{list(a.shape)} vs fine-tuned {b.dtype}{list(b.shape)}"
+                )
+        if not any(selected(n) for n in ft.where):
+            raise ValueError(f"no tensor matched the targets; first names: {list(ft.where)[:5]}")
+        if not ft.is_folder:
+            if out.suffix != ".safetensors":
+                raise ValueError(f"output {out}: a single-file checkpoint must be written to a .safetensors path")
+            if out.exists() and overwrite and out.is_dir():
+                raise ValueError(f"output {out} is a folder, the input is a file")
+            _write_file(ft.files[0], pre, out, selected, kwargs, report, callback)
+        else:
+            with atomic_directory(out, overwrite=overwrite) as tmp:
+                for f in ft.files:
+                    _write_file(f, pre, tmp / f.path.name, selected, kwargs, report, callback)
+                for extra in ft.extra_files:
+                    shutil.copy2(extra, tmp / extra.name)
+    return report

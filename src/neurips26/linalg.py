@@ -1,0 +1,141 @@
+"""Shared numerics: matrix sign / polar factor, truncated SVD.
+
+Every function works on the last two dimensions and batches over the leading ones.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+import torch
+
+__all__ = [
+    "MUON_COEFFICIENTS",
+    "NEWTON_SCHULZ_CUBIC",
+    "msign",
+    "polar",
+    "TruncatedSVD",
+    "truncated_svd",
+]
+
+# Quintic Newton–Schulz coefficients of Muon (Jordan et al., 2024). They trade exact
+# convergence for speed: the slope at 0 is a = 3.4445, so small singular values grow
+# fast, but the fixed point is not 1; after 5 steps the singular values of the output
+# oscillate in roughly [0.7, 1.2] instead of converging to 1.
+MUON_COEFFICIENTS: tuple[float, float, float] = (3.4445, -4.7750, 2.0315)
+# The classical cubic iteration X <- 1.5 X - 0.5 X X^T X: converges (quadratically)
+# to the polar factor for singular values in (0, sqrt(3)).
+NEWTON_SCHULZ_CUBIC: tuple[float, float, float] = (1.5, -0.5, 0.0)
+
+
+def _check_matrix(x: torch.Tensor, name: str) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.ndim < 2:
+        raise ValueError(f"{name} must have at least 2 dimensions (..., m, n), got shape {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+
+
+def msign(
+    x: torch.Tensor,
+    steps: int = 5,
+    coefficients: tuple[float, float, float] = MUON_COEFFICIENTS,
+    eps: float = 1e-7,
+) -> torch.Tensor:
+    """Approximate matrix sign ``U V^T`` of ``x = U S V^T`` by Newton–Schulz iteration.
+
+    Each step maps ``X <- a X + b (X X^T) X + c (X X^T)^2 X``, i.e. applies the odd
+    polynomial ``p(s) = a s + b s^3 + c s^5`` to every singular value while keeping
+    the singular vectors. ``x`` is first scaled by its Frobenius norm so that all
+    singular values lie in [0, 1]. Zero singular values stay zero (sign(0) = 0), so a
+    zero matrix maps to zero, not NaN.
+
+    Args:
+        x: tensor of shape (..., m, n), tall or wide.
+        steps: number of iterations (Muon uses 5).
+        coefficients: (a, b, c); the default is Muon's quintic, which is fast but not
+            exact (see ``MUON_COEFFICIENTS``); ``NEWTON_SCHULZ_CUBIC`` converges to
+            the polar factor.
+        eps: added to the norm before dividing.
+
+    Returns:
+        Tensor of the shape and dtype of ``x``.
+    """
+    _check_matrix(x, "x")
+    if steps < 0:
+        raise ValueError(f"steps must be >= 0, got {steps}")
+    a, b, c = coefficients
+    wide = x.shape[-2] <= x.shape[-1]
+    # Iterate on the wide orientation so that X X^T is the smaller Gram matrix.
+    y = x if wide else x.mT
+    y = y / (torch.linalg.matrix_norm(y, keepdim=True) + eps)
+    for _ in range(steps):
+        gram = y @ y.mT
+        poly = b * gram + c * (gram @ gram)
+        y = a * y + poly @ y
+    return y if wide else y.mT
+
+
+def polar(x: torch.Tensor, rtol: float | None = None) -> torch.Tensor:
+    """Exact orthogonal polar factor ``U V^T`` of ``x = U S V^T`` via the SVD.
+
+    Singular values at or below ``rtol * max(S)`` are treated as zero and their
+    directions dropped, so that for rank-deficient input the result is the matrix
+    sign function with sign(0) = 0 (what Newton–Schulz converges to) rather than an
+    arbitrary completion. ``rtol`` defaults to ``max(m, n) * eps(dtype)``, the rank
+    tolerance of ``torch.linalg.matrix_rank``.
+
+    Args:
+        x: tensor of shape (..., m, n).
+
+    Returns:
+        Tensor of shape (..., m, n) with singular values in {0, 1}.
+    """
+    _check_matrix(x, "x")
+    u, s, vh = torch.linalg.svd(x, full_matrices=False)
+    if rtol is None:
+        rtol = max(x.shape[-2:]) * torch.finfo(x.dtype).eps
+    keep = s > rtol * s.amax(dim=-1, keepdim=True)
+    return (u * keep.unsqueeze(-2).to(x.dtype)) @ vh
+
+
+class TruncatedSVD(NamedTuple):
+    """Top-k factors: ``x ≈ U @ diag(S) @ Vh`` with U (..., m, k), S (..., k), Vh (..., k, n)."""
+
+    U: torch.Tensor
+    S: torch.Tensor
+    Vh: torch.Tensor
+
+
+def truncated_svd(
+    x: torch.Tensor,
+    k: int,
+    method: Literal["auto", "full", "randomized"] = "auto",
+    oversample: int = 10,
+    niter: int = 4,
+) -> TruncatedSVD:
+    """The k leading singular triplets of ``x``, singular values in descending order.
+
+    ``method="full"`` truncates ``torch.linalg.svd`` (exact). ``"randomized"`` uses
+    ``torch.svd_lowrank`` (Halko et al.) with ``k + oversample`` probe vectors and
+    ``niter`` power iterations: much cheaper when k is small against min(m, n), and
+    accurate when the spectrum decays. ``"auto"`` takes the randomized path only when
+    it pays: the matrix is large (min(m, n) > 512) and ``k + oversample`` is at most
+    a quarter of min(m, n); otherwise the full SVD.
+    """
+    _check_matrix(x, "x")
+    m, n = x.shape[-2:]
+    r = min(m, n)
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= r:
+        raise ValueError(f"k must be an int in [1, min(m, n)] = [1, {r}], got {k!r}")
+    if method not in ("auto", "full", "randomized"):
+        raise ValueError(f"method must be 'auto', 'full' or 'randomized', got {method!r}")
+    if method == "auto":
+        method = "randomized" if (r > 512 and k + oversample <= r // 4) else "full"
+    if method == "full":
+        u, s, vh = torch.linalg.svd(x, full_matrices=False)
+        return TruncatedSVD(u[..., :k], s[..., :k], vh[..., :k, :])
+    q = min(k + oversample, r)
+    u, s, v = torch.svd_lowrank(x, q=q, niter=niter)
+    return TruncatedSVD(u[..., :k], s[..., :k], v[..., :k].mT)

@@ -1,0 +1,40 @@
+"""Reproductions: one module per paper, each a thin experiment over the library.
+
+The registry maps a slug to an :class:`Experiment`; modules are imported only when
+their experiment runs.
+"""
+
+from __future__ import annotations
+
+from ._harness import Experiment, RunContext, run_experiment
+
+__all__ = ["EXPERIMENTS", "Experiment", "RunContext", "get", "register", "run_experiment"]
+
+EXPERIMENTS: dict[str, Experiment] = {}
+
+
+def register(exp: Experiment) -> Experiment:
+    if exp.slug in EXPERIMENTS:
+        raise ValueError(f"experiment {exp.slug!r} is already registered")
+    if exp.slug == "all" or not exp.slug.replace("-", "").isalnum():
+        raise ValueError(f"invalid slug {exp.slug!r}: use lowercase letters, digits and '-', not 'all'")
+    EXPERIMENTS[exp.slug] = exp
+    return exp
+
+
+def get(slug: str) -> Experiment:
+    try:
+        return EXPERIMENTS[slug]
+    except KeyError:
+        known = ", ".join(sorted(EXPERIMENTS)) or "(none)"
+        raise KeyError(f"unknown experiment {slug!r}; known: {known}") from None
+
+
+register(
+    Experiment(
+        slug="pome",
+        paper="POME: Post-Optimization Model Edit via Muon-style Projection",
+        summary="Equalize and truncate the fine-tuning delta's spectrum; accuracy vs fine-tuned, truncation, DARE, extrapolation.",
+        target="neurips26.reproduce.pome:run",
+    )
+)

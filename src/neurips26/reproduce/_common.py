@@ -1,0 +1,130 @@
+"""Helpers shared by experiments: a character tokenizer, procedural text, a small
+causal-LM training loop, teacher-forced exact-match evaluation."""
+
+from __future__ import annotations
+
+import random
+import string
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+import torch
+
+PAD, BOS, EOS = 0, 1, 2
+
+
+class CharTokenizer:
+    """Lower-case letters, digits, space and a little punctuation; ids 0-2 are PAD/BOS/EOS."""
+
+    alphabet = string.ascii_lowercase + string.digits + " .,?:'\n-+="
+
+    def __init__(self) -> None:
+        self.stoi = {c: i + 3 for i, c in enumerate(self.alphabet)}
+        self.itos = {i: c for c, i in self.stoi.items()}
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.alphabet) + 3
+
+    def encode(self, text: str) -> list[int]:
+        try:
+            return [self.stoi[c] for c in text]
+        except KeyError as exc:
+            raise ValueError(f"character {exc.args[0]!r} is not in the tokenizer's alphabet") from None
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return "".join(self.itos.get(int(i), "") for i in ids)
+
+
+def pad_batch(seqs: Sequence[Sequence[int]], length: int | None = None) -> torch.Tensor:
+    length = length or max(len(s) for s in seqs)
+    out = torch.full((len(seqs), length), PAD, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        s = s[:length]
+        out[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
+    return out
+
+
+@dataclass
+class QA:
+    prompt: str
+    answer: str
+
+
+def train_lm(
+    model: torch.nn.Module,
+    batches: Callable[[int], tuple[torch.Tensor, torch.Tensor]],
+    steps: int,
+    lr: float,
+    track: Callable = lambda it, desc, total=None: it,
+    description: str = "training",
+    weight_decay: float = 0.0,
+) -> list[float]:
+    """AdamW with linear warm-up and cosine decay; ``batches(step)`` gives
+    (input_ids, labels) with -100 where no loss is taken. Returns the loss curve."""
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, betas=(0.9, 0.98))
+    warm = max(1, steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt,
+        lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + torch.cos(torch.tensor(torch.pi * s / steps)).item()),
+    )
+    model.train()
+    losses = []
+    for step in track(range(steps), description, total=steps):
+        ids, labels = batches(step)
+        loss = model(input_ids=ids, labels=labels).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        losses.append(float(loss.detach()))
+    model.eval()
+    return losses
+
+
+def qa_tensors(tok: CharTokenizer, items: Sequence[QA]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(input_ids, labels): BOS prompt answer EOS, labels only on answer and EOS."""
+    seqs, lab = [], []
+    for qa in items:
+        p = [BOS] + tok.encode(qa.prompt)
+        a = tok.encode(qa.answer) + [EOS]
+        seqs.append(p + a)
+        lab.append([-100] * len(p) + a)
+    ids = pad_batch(seqs)
+    labels = torch.full_like(ids, -100)
+    for i, row in enumerate(lab):
+        labels[i, : len(row)] = torch.as_tensor(row)
+    return ids, labels
+
+
+@torch.no_grad()
+def exact_match(model: torch.nn.Module, ids: torch.Tensor, labels: torch.Tensor, batch_size: int = 256) -> float:
+    """Fraction of examples whose greedy continuation of the prompt is exactly the answer
+    followed by EOS. Teacher forcing is exact for this: greedy decoding emits the answer
+    iff the argmax at every answer position (given the correct prefix) is the answer's
+    next token, so one forward pass replaces token-by-token generation."""
+    model.eval()
+    hits = 0
+    for start in range(0, len(ids), batch_size):
+        x = ids[start : start + batch_size]
+        y = labels[start : start + batch_size]
+        logits = model(input_ids=x).logits[:, :-1]
+        target = y[:, 1:]
+        mask = target != -100
+        ok = (logits.argmax(-1) == target) | ~mask
+        hits += int(ok.all(-1).sum())
+    return hits / len(ids)
+
+
+def split_unique(items: Sequence[QA], sizes: Sequence[int], rng: random.Random) -> list[list[QA]]:
+    """Disjoint splits (by prompt text) of the requested sizes."""
+    uniq = list({qa.prompt: qa for qa in items}.values())
+    rng.shuffle(uniq)
+    if sum(sizes) > len(uniq):
+        raise ValueError(f"only {len(uniq)} distinct problems for splits of {list(sizes)}")
+    out, at = [], 0
+    for n in sizes:
+        out.append(uniq[at : at + n])
+        at += n
+    return out

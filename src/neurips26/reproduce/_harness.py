@@ -1,0 +1,247 @@
+"""The experiment harness: a run context handed to each experiment, and the writer of
+``results.json`` / ``report.md`` (the contract of DESIGN.md)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import platform
+import random
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
+
+from .._atomic import atomic_open, atomic_write_text
+
+T = TypeVar("T")
+
+__all__ = ["Experiment", "RunContext", "Claim", "run_experiment", "check_writable", "environment", "SCHEMA_KEYS"]
+
+SCHEMA_KEYS = ("slug", "paper", "quick", "seed", "wall_s", "env", "config", "metrics", "claims")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A registered reproduction. ``target`` is ``"module:function"``, imported only
+    when the experiment runs, so that ``neurips26 list`` stays fast and light."""
+
+    slug: str
+    paper: str
+    summary: str
+    target: str
+
+    def load(self) -> Callable[["RunContext"], None]:
+        import importlib
+
+        module, _, func = self.target.partition(":")
+        return getattr(importlib.import_module(module), func)
+
+
+@dataclass
+class Claim:
+    claim: str
+    ours: float
+    baseline: float
+    holds: bool
+
+
+def _finite_number(name: str, value: Any) -> float | int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            value = float(value)  # numpy and 0-d torch scalars
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be a number, got {type(value).__name__}") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{name} is {value}: a result must be finite (no NaN passed on)")
+    return value
+
+
+def _check_json_value(name: str, value: Any) -> Any:
+    """Metrics are numbers, or lists/dicts of numbers (curves, per-seed values)."""
+    if isinstance(value, dict):
+        return {str(k): _check_json_value(f"{name}.{k}", v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_check_json_value(f"{name}[{i}]", v) for i, v in enumerate(value)]
+    if isinstance(value, str):
+        return value
+    return _finite_number(name, value)
+
+
+class RunContext:
+    """What an experiment gets: the seed, the size, a place for its outputs, and a
+    progress bar. It records config, metrics, claims, tables and figures; the harness
+    writes them out when the experiment returns."""
+
+    def __init__(self, slug: str, out_dir: Path, seed: int = 0, quick: bool = False, progress=None):
+        self.slug = slug
+        self.out_dir = Path(out_dir)
+        self.seed = int(seed)
+        self.quick = bool(quick)
+        self.config: dict[str, Any] = {}
+        self.metrics: dict[str, Any] = {}
+        self.claims: list[Claim] = []
+        self.sections: list[str] = []
+        self.figures: list[str] = []
+        self._progress = progress
+
+    # --- recording -------------------------------------------------------------------
+    def metric(self, name: str, value: Any) -> None:
+        self.metrics[name] = _check_json_value(name, value)
+
+    def claim(self, claim: str, ours: float, baseline: float, holds: bool) -> None:
+        if not isinstance(holds, bool):
+            raise TypeError(f"holds must be a bool, got {type(holds).__name__}")
+        self.claims.append(Claim(claim, float(_finite_number("ours", ours)), float(_finite_number("baseline", baseline)), holds))
+
+    def table(self, title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        def cell(v: Any) -> str:
+            return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+        lines = [f"### {title}", "", "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+        lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+        self.sections.append("\n".join(lines))
+
+    def text(self, markdown: str) -> None:
+        self.sections.append(markdown.strip())
+
+    def figure(self, fig, name: str, caption: str = "") -> Path:
+        """Save a matplotlib figure as ``name``.png (atomically) and reference it in the report."""
+        if not name.replace("-", "").replace("_", "").isalnum():
+            raise ValueError(f"figure name must be letters, digits, '-' or '_', got {name!r}")
+        path = self.out_dir / f"{name}.png"
+        with atomic_open(path) as fh:
+            fig.savefig(fh, format="png", dpi=110, bbox_inches="tight")
+        self.figures.append(path.name)
+        self.sections.append(f"![{caption or name}]({path.name})" + (f"\n\n*{caption}*" if caption else ""))
+        return path
+
+    # --- progress ----------------------------------------------------------------------
+    def track(self, iterable: Iterable[T], description: str, total: int | None = None) -> Iterator[T]:
+        if total is None and hasattr(iterable, "__len__"):
+            total = len(iterable)  # type: ignore[arg-type]
+        if self._progress is None:
+            yield from iterable
+            return
+        task = self._progress.add_task(f"{self.slug}: {description}", total=total)
+        try:
+            for item in iterable:
+                yield item
+                self._progress.advance(task)
+        finally:
+            self._progress.remove_task(task)
+
+
+def _git_commit() -> str | None:
+    try:
+        here = Path(__file__).resolve().parent
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or None if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def environment() -> dict[str, Any]:
+    import numpy
+
+    env: dict[str, Any] = {
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "git_commit": _git_commit(),
+    }
+    try:
+        import torch
+
+        env["torch"] = torch.__version__
+        env["torch_threads"] = torch.get_num_threads()
+    except ImportError:  # pragma: no cover - torch is a hard dependency
+        env["torch"] = None
+    return env
+
+
+def check_writable(out: Path) -> None:
+    """Fail before any work if ``out`` cannot hold results."""
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".write-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise PermissionError(f"output directory {out} is not writable: {exc.strerror or exc}") from None
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    try:
+        import numpy as np
+
+        np.random.seed(seed % 2**32)
+    except ImportError:  # pragma: no cover
+        pass
+    import torch
+
+    torch.manual_seed(seed)
+
+
+def run_experiment(exp: Experiment, out: Path, seed: int = 0, quick: bool = False, progress=None) -> dict[str, Any]:
+    """Run one experiment and write ``out/slug/{results.json, report.md, *.png}``.
+
+    Returns the results dict. Exceptions from the experiment propagate; nothing is
+    written for a failed run except the figures it had already saved.
+    """
+    run_dir = Path(out) / exp.slug
+    check_writable(run_dir)
+    ctx = RunContext(exp.slug, run_dir, seed=seed, quick=quick, progress=progress)
+    fn = exp.load()
+    _seed_everything(seed)
+    start = time.perf_counter()
+    fn(ctx)
+    wall = time.perf_counter() - start
+    results = {
+        "slug": exp.slug,
+        "paper": exp.paper,
+        "quick": quick,
+        "seed": seed,
+        "wall_s": round(wall, 3),
+        "env": environment(),
+        "config": _check_json_value("config", ctx.config),
+        "metrics": ctx.metrics,
+        "claims": [vars(c) for c in ctx.claims],
+    }
+    atomic_write_text(run_dir / "report.md", render_markdown(results, ctx.sections))
+    atomic_write_text(run_dir / "results.json", json.dumps(results, indent=2, allow_nan=False) + "\n")
+    return results
+
+
+def render_markdown(results: dict[str, Any], sections: Sequence[str]) -> str:
+    lines = [
+        f"# {results['slug']}: {results['paper']}",
+        "",
+        f"Seed {results['seed']}, {'quick' if results['quick'] else 'full'} size, "
+        f"{results['wall_s']:.1f} s on {results['env'].get('cpu_count')} CPUs "
+        f"(torch {results['env'].get('torch')}, commit {results['env'].get('git_commit') or 'n/a'}).",
+        "",
+        "## Claims",
+        "",
+        "| claim | ours | baseline | holds |",
+        "|---|---|---|---|",
+    ]
+    for c in results["claims"]:
+        lines.append(f"| {c['claim']} | {c['ours']:.4g} | {c['baseline']:.4g} | {'yes' if c['holds'] else '**no**'} |")
+    if not results["claims"]:
+        lines.append("| (no claim tested) | | | |")
+    lines += ["", "## Results", ""]
+    for s in sections:
+        lines += [s, ""]
+    return "\n".join(lines)
+
+
+def png_data_uri(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")

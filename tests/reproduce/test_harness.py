@@ -1,0 +1,67 @@
+import json
+import os
+
+import pytest
+
+from neurips26 import reproduce
+from neurips26._atomic import atomic_open, atomic_write_text
+from neurips26.reproduce import Experiment, run_experiment
+from neurips26.reproduce._harness import SCHEMA_KEYS
+
+
+def test_results_schema_report_and_figure(fake_registry, tmp_path):
+    res = run_experiment(fake_registry["fake-ok"], tmp_path, seed=7, quick=True)
+    on_disk = json.loads((tmp_path / "fake-ok" / "results.json").read_text())
+    assert on_disk == res
+    assert tuple(on_disk) == SCHEMA_KEYS
+    assert on_disk["seed"] == 7 and on_disk["quick"] is True and on_disk["config"] == {"n": 3}
+    assert {"python", "torch", "numpy", "cpu_count", "git_commit"} <= set(on_disk["env"])
+    assert on_disk["claims"] == [{"claim": "x is below 2", "ours": res["metrics"]["x"], "baseline": 2.0, "holds": True}]
+    report = (tmp_path / "fake-ok" / "report.md").read_text()
+    assert "| x is below 2 |" in report and "![a line](line.png)" in report and "| 1 | 2.5 |" in report
+    assert (tmp_path / "fake-ok" / "line.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_same_seed_same_metrics(fake_registry, tmp_path):
+    a = run_experiment(fake_registry["fake-ok"], tmp_path / "a", seed=3)
+    b = run_experiment(fake_registry["fake-ok"], tmp_path / "b", seed=3)
+    c = run_experiment(fake_registry["fake-ok"], tmp_path / "c", seed=4)
+    assert a["metrics"] == b["metrics"] and a["metrics"] != c["metrics"]
+
+
+def test_nan_metric_is_refused_and_nothing_written(fake_registry, tmp_path):
+    with pytest.raises(ValueError, match="finite"):
+        run_experiment(fake_registry["fake-nan"], tmp_path)
+    assert not (tmp_path / "fake-nan" / "results.json").exists()
+
+
+def test_claim_holds_must_be_bool(tmp_path):
+    from neurips26.reproduce import RunContext
+
+    ctx = RunContext("x", tmp_path)
+    with pytest.raises(TypeError, match="bool"):
+        ctx.claim("c", 1.0, 2.0, holds=1)
+
+
+def test_atomic_write_keeps_old_file_on_failure(tmp_path):
+    path = tmp_path / "f.json"
+    atomic_write_text(path, "old")
+    with pytest.raises(RuntimeError):
+        with atomic_open(path) as fh:
+            fh.write(b"half of the new")
+            raise RuntimeError("crash mid-write")
+    assert path.read_text() == "old"
+    assert os.listdir(tmp_path) == ["f.json"]  # the temporary is gone
+
+
+def test_registry():
+    assert "pome" in reproduce.EXPERIMENTS
+    with pytest.raises(ValueError, match="already registered"):
+        reproduce.register(reproduce.EXPERIMENTS["pome"])
+    with pytest.raises(KeyError, match="known: .*pome"):
+        reproduce.get("nope")
+    with pytest.raises(ValueError, match="invalid slug"):
+        reproduce.register(Experiment("all", "p", "s", "m:f"))
+    # Every registered target resolves to a callable.
+    for exp in reproduce.EXPERIMENTS.values():
+        assert callable(exp.load())
