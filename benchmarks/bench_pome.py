@@ -105,7 +105,7 @@ def bench_cli(total_bytes: float) -> tuple[float, float, float]:
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--out", default="benchmarks/RESULTS.md")
-    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--checkpoint-gb", type=float, default=1.0)
     args = p.parse_args()
 
