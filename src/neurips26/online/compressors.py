@@ -1,5 +1,5 @@
-"""Compression operators for communication, applied row-wise to an (n, d) array (one
-message per node), each with its contraction parameter ω and the bits it sends.
+"""Compression operators for communication, applied row-wise to an (..., n, d) array (one
+message per node, leading dims batch independent runs), each with its contraction parameter ω and the bits it sends.
 
 A compressor Q is ω-contracting when E‖Q(x) − x‖² ≤ (1 − ω)‖x‖² for every x
 (Koloskova et al., 2019); ω = 1 is exact communication.
@@ -65,10 +65,10 @@ class TopK(Compressor):
     name = "top-k"
 
     def __call__(self, x, rng):
-        k = _check_k(self.k, x.shape[1])
-        idx = np.argpartition(-np.abs(x), k - 1, axis=1)[:, :k]
+        k = _check_k(self.k, x.shape[-1])
+        idx = np.argpartition(-np.abs(x), k - 1, axis=-1)[..., :k]
         out = np.zeros_like(x)
-        np.put_along_axis(out, idx, np.take_along_axis(x, idx, axis=1), axis=1)
+        np.put_along_axis(out, idx, np.take_along_axis(x, idx, axis=-1), axis=-1)
         return out
 
     def omega(self, d):
@@ -88,11 +88,10 @@ class RandomK(Compressor):
     name = "random-k"
 
     def __call__(self, x, rng):
-        n, d = x.shape
-        k = _check_k(self.k, d)
-        idx = np.argsort(rng.random((n, d)), axis=1)[:, :k]
+        k = _check_k(self.k, x.shape[-1])
+        idx = np.argsort(rng.random(x.shape), axis=-1)[..., :k]
         out = np.zeros_like(x)
-        np.put_along_axis(out, idx, np.take_along_axis(x, idx, axis=1), axis=1)
+        np.put_along_axis(out, idx, np.take_along_axis(x, idx, axis=-1), axis=-1)
         return out
 
     def omega(self, d):
@@ -110,8 +109,8 @@ class ScaledSign(Compressor):
     name = "scaled-sign"
 
     def __call__(self, x, rng):
-        d = x.shape[1]
-        return np.abs(x).sum(1, keepdims=True) / d * np.sign(x)
+        d = x.shape[-1]
+        return np.abs(x).sum(-1, keepdims=True) / d * np.sign(x)
 
     def omega(self, d):
         return 1.0 / d  # worst case (a 1-sparse vector)
@@ -138,8 +137,8 @@ class QSGD(Compressor):
         return min(d / self.s**2, math.sqrt(d) / self.s)
 
     def __call__(self, x, rng):
-        d = x.shape[1]
-        norm = np.linalg.norm(x, axis=1, keepdims=True)
+        d = x.shape[-1]
+        norm = np.linalg.norm(x, axis=-1, keepdims=True)
         safe = np.where(norm > 0, norm, 1.0)
         level = np.abs(x) / safe * self.s
         low = np.floor(level)

@@ -38,3 +38,11 @@ register(
         target="neurips26.reproduce.pome:run",
     )
 )
+register(
+    Experiment(
+        slug="doco-compressed-ftrl",
+        paper="Decentralized online convex optimization with compressed communication: FTRL-type algorithms",
+        summary="Compressed D-FTRL (full information and bandit) vs compressed D-OGD and uncompressed D-FTRL/D-OGD: regret vs T and vs bits.",
+        target="neurips26.reproduce.doco_compressed_ftrl:run",
+    )
+)
