@@ -25,6 +25,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q -n 2 tests
 
 bench: $(STAMP)
+	$(PY) benchmarks/bench_doco.py --out benchmarks/RESULTS_doco.md
 	$(PY) benchmarks/bench_pome.py --out benchmarks/RESULTS.md
 
 clean:

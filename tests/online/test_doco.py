@@ -208,3 +208,31 @@ def test_batched_hyperparameters_equal_separate_runs():
             np.testing.assert_allclose(batched.regret[:, i], single.regret, rtol=1e-12, atol=1e-10)
     with pytest.raises(ValueError, match="eta must be > 0"):
         DFTRL(np.array([0.1, -1.0]), dom)
+
+
+def test_logistic_losses_gradient_and_comparator():
+    from neurips26.online import LogisticLosses
+
+    rng = np.random.default_rng(5)
+    T, n, d = 20, 3, 4
+    A = rng.standard_normal((T, n, d))
+    y = np.where(A @ np.array([2.0, -1.0, 0.5, 0.0]) + 0.3 * rng.standard_normal((T, n)) > 0, 1.0, -1.0)
+    prob = LogisticLosses(A, y)
+    X = rng.standard_normal((n, d)) * 0.3
+    # Gradient against central finite differences.
+    eps = 1e-6
+    g = prob.grad(0, X)
+    for j in range(d):
+        e = np.zeros((n, d))
+        e[:, j] = eps
+        np.testing.assert_allclose(g[:, j], (prob.value(0, X + e) - prob.value(0, X - e)) / (2 * eps), atol=1e-8)
+    # network_value: node j's point on every node's loss.
+    manual = [sum(np.log1p(np.exp(-y[0, i] * A[0, i] @ X[j])) for i in range(n)) for j in range(n)]
+    np.testing.assert_allclose(prob.network_value(0, X), manual, rtol=1e-12)
+    # Comparator against scipy on the ball of radius 1 (the constraint is active here).
+    Z = (A * y[..., None]).reshape(-1, d)
+    ref = minimize(lambda x: np.logaddexp(0, -Z @ x).sum(), np.zeros(d), method="SLSQP",
+                   constraints=[{"type": "ineq", "fun": lambda x: 1 - x @ x}], options={"ftol": 1e-14, "maxiter": 500})
+    assert prob.best_fixed(T, Ball(1.0)) == pytest.approx(ref.fun, abs=1e-6)
+    with pytest.raises(ValueError, match="labels"):
+        LogisticLosses(A, np.zeros((T, n)))

@@ -9,6 +9,7 @@ from .doco import (
     DOCOResult,
     LeastSquaresLosses,
     LinearLosses,
+    LogisticLosses,
     choco_gossip,
     quadratic_min_on_ball,
     run_doco,
@@ -19,5 +20,5 @@ from .network import GossipMatrix, gossip_matrix
 __all__ = [
     "Ball", "Box", "Simplex", "Compressor", "Identity", "TopK", "RandomK", "ScaledSign", "QSGD",
     "GossipMatrix", "gossip_matrix", "DFTRL", "DOGD", "CompressedDFTRL", "CompressedDOGD",
-    "DOCOResult", "LinearLosses", "LeastSquaresLosses", "choco_gossip", "quadratic_min_on_ball", "run_doco",
+    "DOCOResult", "LinearLosses", "LeastSquaresLosses", "LogisticLosses", "choco_gossip", "quadratic_min_on_ball", "run_doco",
 ]

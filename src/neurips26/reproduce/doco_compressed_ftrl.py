@@ -13,7 +13,8 @@ import math
 import numpy as np
 
 from ..online import (
-    DFTRL, DOGD, QSGD, Ball, CompressedDFTRL, CompressedDOGD, LeastSquaresLosses, LinearLosses, ScaledSign, TopK,
+    DFTRL, DOGD, QSGD, Ball, CompressedDFTRL, CompressedDOGD, LeastSquaresLosses, LinearLosses, LogisticLosses,
+    ScaledSign, TopK,
     gossip_matrix, run_doco,
 )
 from ._harness import RunContext
@@ -63,7 +64,17 @@ def _bandit_least_squares(T, n, d, rng):
     return LeastSquaresLosses(A, b)
 
 
-PROBLEMS = {"least-squares": _least_squares, "adversarial-linear": _adversarial_linear}
+def _logistic(T, n, d, rng):
+    w = rng.standard_normal(d)
+    w *= 3.0 / np.linalg.norm(w)
+    local = 0.5 * rng.standard_normal((n, d))  # each node's data leans its own way
+    A = rng.standard_normal((T, n, d)) / math.sqrt(d) + 0.1 * local[None] / math.sqrt(d)
+    p = 1 / (1 + np.exp(-np.einsum("tnd,d->tn", A, w)))
+    y = np.where(rng.random((T, n)) < p, 1.0, -1.0)
+    return LogisticLosses(A, y)
+
+
+PROBLEMS = {"least-squares": _least_squares, "logistic": _logistic, "adversarial-linear": _adversarial_linear}
 
 
 def _methods(d: int):
@@ -109,6 +120,8 @@ def _slope(Ts, regrets) -> float:
 def _prefix(prob, T):
     if isinstance(prob, LinearLosses):
         return LinearLosses(prob.G[:T])
+    if isinstance(prob, LogisticLosses):
+        return LogisticLosses(prob.A[:T], prob.y[:T])
     return LeastSquaresLosses(prob.A[:T], prob.b[:T])
 
 
@@ -131,11 +144,12 @@ def run(ctx: RunContext) -> None:
         net = nets[g]
         tune_prob = PROBLEMS[p](T, n, d, np.random.default_rng(rng.integers(2**31)))
         test_prob = PROBLEMS[p](T, n, d, np.random.default_rng(rng.integers(2**31)))
+        prefixes = {Th: _prefix(test_prob, Th) for Th in horizons}  # shared: comparators are cached per object
         for name, (make, compressed) in methods.items():
             c, gamma, _ = _tune(make, compressed, tune_prob, net, RADIUS / math.sqrt(T), seed=ctx.seed)
             regrets, bits = [], None
             for Th in horizons:
-                res = run_doco(_prefix(test_prob, Th), net, make(c * RADIUS / math.sqrt(Th), gamma, Ball(RADIUS)),
+                res = run_doco(prefixes[Th], net, make(c * RADIUS / math.sqrt(Th), gamma, Ball(RADIUS)),
                                seed=ctx.seed)
                 regrets.append(res.final_regret)
                 bits = res.final_bits
@@ -158,13 +172,14 @@ def run(ctx: RunContext) -> None:
         net = nets[g]
         tune_prob = _bandit_least_squares(T, n, db, np.random.default_rng(rng.integers(2**31)))
         test_prob = _bandit_least_squares(T, n, db, np.random.default_rng(rng.integers(2**31)))
+        prefixes = {Th: _prefix(test_prob, Th) for Th in horizons}
         rate = 0.75 if fb == "one-point" else 0.5  # eta ~ T^-3/4 (one-point), T^-1/2 (two-point)
         for name, (make, compressed, blk) in bandit_methods.items():
             c, gamma, delta = _tune(make, compressed, tune_prob, net, RADIUS / (db * T**rate), bandit=fb,
                                     block=blk, seed=ctx.seed)
             regrets, bits = [], None
             for Th in horizons:
-                res = run_doco(_prefix(test_prob, Th), net, make(c * RADIUS / (db * Th**rate), gamma, Ball(RADIUS)),
+                res = run_doco(prefixes[Th], net, make(c * RADIUS / (db * Th**rate), gamma, Ball(RADIUS)),
                                feedback=fb, delta=delta, block=blk, seed=ctx.seed)
                 regrets.append(res.final_regret)
                 bits = res.final_bits
