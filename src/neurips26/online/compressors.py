@@ -56,6 +56,13 @@ def _check_k(k: int, d: int) -> int:
     return k
 
 
+def _keep(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """x with every entry outside ``idx`` (per row, last axis) set to zero."""
+    out = np.zeros_like(x)
+    np.put_along_axis(out, idx, np.take_along_axis(x, idx, axis=-1), axis=-1)
+    return out
+
+
 @dataclass(frozen=True)
 class TopK(Compressor):
     """Keep the k entries of largest magnitude: ‖Q(x) − x‖² ≤ (1 − k/d)‖x‖²
@@ -66,10 +73,7 @@ class TopK(Compressor):
 
     def __call__(self, x, rng):
         k = _check_k(self.k, x.shape[-1])
-        idx = np.argpartition(-np.abs(x), k - 1, axis=-1)[..., :k]
-        out = np.zeros_like(x)
-        np.put_along_axis(out, idx, np.take_along_axis(x, idx, axis=-1), axis=-1)
-        return out
+        return _keep(x, np.argpartition(-np.abs(x), k - 1, axis=-1)[..., :k])
 
     def omega(self, d):
         return self.k / d
@@ -89,10 +93,7 @@ class RandomK(Compressor):
 
     def __call__(self, x, rng):
         k = _check_k(self.k, x.shape[-1])
-        idx = np.argsort(rng.random(x.shape), axis=-1)[..., :k]
-        out = np.zeros_like(x)
-        np.put_along_axis(out, idx, np.take_along_axis(x, idx, axis=-1), axis=-1)
-        return out
+        return _keep(x, np.argsort(rng.random(x.shape), axis=-1)[..., :k])
 
     def omega(self, d):
         return self.k / d

@@ -33,9 +33,9 @@ class GossipMatrix:
 
 def graph_adjacency(graph, n: int | None = None, p: float = 0.3, seed: int = 0) -> tuple[np.ndarray, str]:
     """A 0/1 symmetric adjacency matrix (no self loops) from a name, a networkx graph,
-    or an array. Names: ``ring``, ``grid`` (n must be a perfect square... or any n: the
-    nearest rows × cols with rows·cols = n), ``erdos_renyi`` (edge probability p,
-    redrawn until connected), ``complete``."""
+    or an array. Names: ``ring``, ``grid`` (rows × cols = n with rows the largest
+    divisor of n not above √n), ``erdos_renyi`` (edge probability p, redrawn until
+    connected), ``complete``."""
     if isinstance(graph, str):
         if n is None or n < 2:
             raise ValueError(f"a named graph needs n >= 2 nodes, got n={n}")
