@@ -236,3 +236,29 @@ def test_logistic_losses_gradient_and_comparator():
     assert prob.best_fixed(T, Ball(1.0)) == pytest.approx(ref.fun, abs=1e-6)
     with pytest.raises(ValueError, match="labels"):
         LogisticLosses(A, np.zeros((T, n)))
+
+
+def test_accelerated_gossip_preserves_average_and_beats_plain_gossip():
+    from neurips26.online import AcceleratedDFTRL, accelerated_gossip
+    from neurips26.online.doco import acceleration_theta
+
+    net = gossip_matrix("ring", 30)
+    W = net.W
+    x = np.random.default_rng(0).standard_normal((30, 4))
+    mean = x.mean(0)
+    theta = acceleration_theta(W)
+    K = 40
+    acc = accelerated_gossip(x, W, K, theta)
+    plain = np.linalg.matrix_power(W, K) @ x
+    np.testing.assert_allclose(acc.mean(0), mean, atol=1e-12)
+    assert np.linalg.norm(acc - mean) < 0.5 * np.linalg.norm(plain - mean)
+    # One round is one plain gossip step, so rounds=1 is exactly D-FTRL.
+    np.testing.assert_allclose(accelerated_gossip(x, W, 1, theta), W @ x, atol=1e-15)
+    prob = _ls_problem()
+    net8 = gossip_matrix("ring", 8)
+    a = run_doco(prob, net8, AcceleratedDFTRL(0.05, Ball(1.0), rounds=1), checkpoints=[60])
+    b = run_doco(prob, net8, DFTRL(0.05, Ball(1.0)), checkpoints=[60])
+    np.testing.assert_allclose(a.cum_network_loss, b.cum_network_loss, rtol=1e-12)
+    c = run_doco(prob, net8, AcceleratedDFTRL(0.05, Ball(1.0)), block=5)
+    np.testing.assert_allclose(c.final_z_sum, c.grad_sum, atol=1e-9)
+    assert c.final_bits == 12 * math.ceil(1 / math.sqrt(net8.spectral_gap)) * Identity().bits(6)

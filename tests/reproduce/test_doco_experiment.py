@@ -20,5 +20,6 @@ def test_doco_experiment_contract_and_determinism(monkeypatch, tmp_path):
     assert s["C-DFTRL top-k"]["bits"] == 64 * (32 + 4)
     assert s["D-FTRL"]["bits"] == 64 * 32 * 10
     assert len(a["claims"]) == 7
+    assert "D-FTRL accel. gossip (blocked)" in s
     for png in ("regret_vs_T.png", "regret_vs_bits.png", "bandit_regret_vs_T.png"):
         assert (tmp_path / "a" / "doco-compressed-ftrl" / png).exists()

@@ -3,6 +3,8 @@
 from .compressors import QSGD, Compressor, Identity, RandomK, ScaledSign, TopK
 from .doco import (
     DFTRL,
+    AcceleratedDFTRL,
+    accelerated_gossip,
     DOGD,
     CompressedDFTRL,
     CompressedDOGD,
@@ -19,6 +21,6 @@ from .network import GossipMatrix, gossip_matrix
 
 __all__ = [
     "Ball", "Box", "Simplex", "Compressor", "Identity", "TopK", "RandomK", "ScaledSign", "QSGD",
-    "GossipMatrix", "gossip_matrix", "DFTRL", "DOGD", "CompressedDFTRL", "CompressedDOGD",
+    "GossipMatrix", "gossip_matrix", "DFTRL", "AcceleratedDFTRL", "accelerated_gossip", "DOGD", "CompressedDFTRL", "CompressedDOGD",
     "DOCOResult", "LinearLosses", "LeastSquaresLosses", "LogisticLosses", "choco_gossip", "quadratic_min_on_ball", "run_doco",
 ]
