@@ -16,6 +16,12 @@ from typing import BinaryIO, Iterator
 __all__ = ["atomic_open", "atomic_write_text", "atomic_directory"]
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike) -> Iterator[BinaryIO]:
     """Open a temporary file beside ``path`` for binary writing; rename it onto
@@ -24,6 +30,8 @@ def atomic_open(path: str | os.PathLike) -> Iterator[BinaryIO]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp creates 0600; give the result the permissions of an ordinary new file.
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()
@@ -54,6 +62,7 @@ def atomic_directory(path: str | os.PathLike, overwrite: bool = False) -> Iterat
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
+        os.chmod(tmp, 0o777 & ~_umask())
         yield tmp
         if path.exists():
             old = path.with_name(f".{path.name}.old")

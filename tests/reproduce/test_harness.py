@@ -65,3 +65,15 @@ def test_registry():
     # Every registered target resolves to a callable.
     for exp in reproduce.EXPERIMENTS.values():
         assert callable(exp.load())
+
+
+def test_atomic_outputs_have_ordinary_permissions(tmp_path):
+    from neurips26._atomic import atomic_directory
+
+    atomic_write_text(tmp_path / "a.txt", "x")
+    (tmp_path / "b.txt").write_text("x")
+    assert (tmp_path / "a.txt").stat().st_mode == (tmp_path / "b.txt").stat().st_mode
+    with atomic_directory(tmp_path / "d") as d:
+        (d / "f").write_text("x")
+    (tmp_path / "e").mkdir()
+    assert (tmp_path / "d").stat().st_mode == (tmp_path / "e").stat().st_mode
