@@ -65,3 +65,27 @@ def test_pome_command(tmp_path, capsys):
     assert main(["pome", *args, "--overwrite", "--scale", "huge"]) == 2
     assert main(["pome", *args, "--overwrite", "--targets", "*nothing*"]) == 2
     assert "no tensor matched" in capsys.readouterr().err
+
+
+def test_pome_command_on_sharded_hf_folders_loads_back_in_transformers(tmp_path):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from neurips26.compression import pome_delta
+
+    cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32)
+    torch.manual_seed(0)
+    pre = LlamaForCausalLM(cfg)
+    ft = LlamaForCausalLM(cfg)
+    ft.load_state_dict({k: v + 0.01 * torch.randn_like(v) for k, v in pre.state_dict().items()})
+    pre.save_pretrained(tmp_path / "pre", max_shard_size="20KB")  # several shards with an index
+    ft.save_pretrained(tmp_path / "ft", max_shard_size="30KB")
+    assert (tmp_path / "ft" / "model.safetensors.index.json").exists()
+    assert main(["pome", str(tmp_path / "pre"), str(tmp_path / "ft"), "-o", str(tmp_path / "out"), "--rank", "4"]) == 0
+    edited = LlamaForCausalLM.from_pretrained(tmp_path / "out").state_dict()
+    p, f = pre.state_dict(), ft.state_dict()
+    for name, w in edited.items():
+        if name.endswith("up_proj.weight"):
+            torch.testing.assert_close(w, p[name] + pome_delta(f[name] - p[name], rank=4), atol=1e-6, rtol=0)
+        else:
+            assert torch.equal(w, f[name]), name

@@ -18,7 +18,7 @@ from rich.table import Table
 from . import reproduce
 from .reproduce._harness import check_writable, run_experiment
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # never break paths or messages mid-line
 out_console = Console()
 
 
