@@ -24,7 +24,7 @@ def test_pome_experiment_contract_and_determinism(tiny, tmp_path):
     a = run_experiment(exp, tmp_path / "a", seed=1, quick=True)
     b = run_experiment(exp, tmp_path / "b", seed=1, quick=True)
     m = a["metrics"]
-    for key in ("acc_finetuned", "acc_pome", "acc_truncated", "acc_dare", "acc_extrapolate"):
+    for key in ("acc_finetuned", "acc_pome", "acc_truncated", "acc_dare", "acc_extrapolate", "acc_pome_all_linear"):
         assert 0.0 <= m[key] <= 1.0
         assert len(m[key + "_per_seed"]) == 2
     assert m["acc_pome"] == pytest.approx(sum(m["acc_pome_per_seed"]) / 2)
