@@ -281,6 +281,7 @@ def _figures(ctx, full, bandit, methods, bandit_methods, horizons) -> None:
         ax.set_xlabel("T")
         ax.set_ylabel("regret (mean over graphs)")
     np.atleast_1d(axes)[0].legend(fontsize=7)
+    fig.tight_layout()
     ctx.figure(fig, "regret_vs_T", "Full-information regret against the horizon; dashed: OGD-type methods.")
     plt.close(fig)
 
@@ -306,5 +307,6 @@ def _figures(ctx, full, bandit, methods, bandit_methods, horizons) -> None:
         ax.set_xlabel("T")
         ax.set_ylabel("regret (mean over graphs)")
     axes[0].legend(fontsize=7)
+    fig.tight_layout()
     ctx.figure(fig, "bandit_regret_vs_T", "Bandit regret against the horizon.")
     plt.close(fig)
