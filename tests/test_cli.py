@@ -63,6 +63,7 @@ def test_pome_command(tmp_path, capsys):
     assert "overwrite" in capsys.readouterr().err
     assert main(["pome", *args, "--overwrite", "--targets", "re:^l\\.q\\."]) == 0
     assert main(["pome", *args, "--overwrite", "--scale", "huge"]) == 2
+    assert main(["pome", *args, "--overwrite", "--targets", "re:(unclosed"]) == 2
     assert main(["pome", *args, "--overwrite", "--targets", "*nothing*"]) == 2
     assert "no tensor matched" in capsys.readouterr().err
 

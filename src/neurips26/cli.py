@@ -107,15 +107,11 @@ def cmd_pome(args: argparse.Namespace) -> int:
     from .compression import DEFAULT_TARGETS, pome_checkpoint
     from .compression.pome_io import total_bytes
 
-    targets: object = DEFAULT_TARGETS
-    if args.targets:
-        targets = [t for t in args.targets if not t.startswith("re:")]
-        regexes = [re.compile(t[3:]) for t in args.targets if t.startswith("re:")]
-        if regexes:
-            globs = list(targets)  # type: ignore[arg-type]
-            from fnmatch import fnmatchcase
-
-            targets = lambda n: any(r.search(n) for r in regexes) or any(fnmatchcase(n, g) for g in globs)  # noqa: E731
+    try:
+        targets = [re.compile(t[3:]) if t.startswith("re:") else t for t in args.targets] if args.targets else DEFAULT_TARGETS
+    except re.error as exc:
+        console.print(f"[red]error:[/] bad --targets regex: {exc}")
+        return 2
     scale: object = args.scale
     if scale not in ("fro", "spectral"):
         try:
@@ -131,7 +127,7 @@ def cmd_pome(args: argparse.Namespace) -> int:
                 args.pretrained,
                 args.finetuned,
                 args.output,
-                targets=targets,  # type: ignore[arg-type]
+                targets=targets,
                 rank=args.rank,
                 rank_ratio=args.rank_ratio,
                 scale=scale,  # type: ignore[arg-type]

@@ -121,3 +121,14 @@ def test_apply_pome_mismatches_name_the_key():
     bad.pop("model.norm.weight")
     with pytest.raises(ValueError, match="only in pretrained: \\['model.norm.weight'\\]"):
         apply_pome(pre, bad)
+
+
+def test_targets_mixing_globs_and_regexes():
+    from neurips26.compression import match_targets
+
+    pred = match_targets(["*up_proj.weight", re.compile(r"layers\.1\..*q_proj")])
+    assert pred("model.layers.0.mlp.up_proj.weight")
+    assert pred("model.layers.1.self_attn.q_proj.weight")
+    assert not pred("model.layers.0.self_attn.q_proj.weight")
+    with pytest.raises(TypeError, match="targets"):
+        match_targets([3])

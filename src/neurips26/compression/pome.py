@@ -43,7 +43,7 @@ DEFAULT_TARGETS: tuple[str, ...] = (
     "*experts.*.w3.weight",
 )
 
-Targets = Union[str, Sequence[str], "re.Pattern[str]", Callable[[str], bool]]
+Targets = Union[str, "re.Pattern[str]", Sequence[Union[str, "re.Pattern[str]"]], Callable[[str], bool]]
 Scale = Union[Literal["fro", "spectral"], float]
 
 
@@ -121,18 +121,18 @@ def pome_delta(
 
 
 def match_targets(targets: Targets) -> Callable[[str], bool]:
-    """A predicate over tensor names from a glob, a list of globs, a compiled regex
-    (``re.search``), or a callable."""
+    """A predicate over tensor names from a glob, a compiled regex (``re.search``), a
+    list mixing both, or a callable."""
     if callable(targets) and not isinstance(targets, re.Pattern):
         return targets
-    if isinstance(targets, re.Pattern):
-        return lambda name: targets.search(name) is not None
-    if isinstance(targets, str):
+    if isinstance(targets, (str, re.Pattern)):
         targets = (targets,)
     patterns = tuple(targets)
-    if not patterns or not all(isinstance(p, str) for p in patterns):
-        raise TypeError("targets must be a glob, a non-empty list of globs, a compiled regex or a callable")
-    return lambda name: any(fnmatch.fnmatchcase(name, p) for p in patterns)
+    if not patterns or not all(isinstance(p, (str, re.Pattern)) for p in patterns):
+        raise TypeError("targets must be a glob, a compiled regex, a non-empty list of them, or a callable")
+    globs = [p for p in patterns if isinstance(p, str)]
+    regexes = [p for p in patterns if isinstance(p, re.Pattern)]
+    return lambda name: any(fnmatch.fnmatchcase(name, g) for g in globs) or any(r.search(name) for r in regexes)
 
 
 @dataclass
