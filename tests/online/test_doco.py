@@ -262,3 +262,11 @@ def test_accelerated_gossip_preserves_average_and_beats_plain_gossip():
     c = run_doco(prob, net8, AcceleratedDFTRL(0.05, Ball(1.0)), block=5)
     np.testing.assert_allclose(c.final_z_sum, c.grad_sum, atol=1e-9)
     assert c.final_bits == 12 * math.ceil(1 / math.sqrt(net8.spectral_gap)) * Identity().bits(6)
+
+
+def test_least_squares_comparator_on_a_box_against_scipy():
+    prob = _ls_problem(T=40, n=3, d=4, seed=7)
+    H, c = prob._H[40], prob._c[40]
+    ref = minimize(lambda y: 0.5 * y @ H @ y - c @ y, np.zeros(4), method="L-BFGS-B", bounds=[(-0.2, 0.2)] * 4,
+                   options={"ftol": 1e-15, "gtol": 1e-12}).fun + 0.5 * prob._bb[40]
+    assert prob.best_fixed(40, Box(-0.2, 0.2)) == pytest.approx(ref, abs=1e-6)
