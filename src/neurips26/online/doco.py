@@ -33,7 +33,7 @@ from typing import Literal, Protocol
 import numpy as np
 
 from .compressors import Compressor, Identity
-from .network import GossipMatrix
+from .network import GossipMatrix, second_eigenvalue_modulus
 
 __all__ = [
     "OnlineProblem",
@@ -336,7 +336,7 @@ def accelerated_gossip(x: np.ndarray, W: np.ndarray, rounds: int, theta: float) 
 def acceleration_theta(W: np.ndarray) -> float:
     """The optimal momentum θ = (1 − √(1 − λ²)) / (1 + √(1 − λ²)), λ the second largest
     eigenvalue modulus of W."""
-    lam = np.sort(np.abs(np.linalg.eigvalsh(W)))[::-1][1]
+    lam = second_eigenvalue_modulus(W)
     r = math.sqrt(max(0.0, 1.0 - lam * lam))
     return (1.0 - r) / (1.0 + r)
 
@@ -360,7 +360,7 @@ class AcceleratedDFTRL:
 
     def init(self, n, d, W):
         theta = acceleration_theta(W)
-        gap = 1.0 - np.sort(np.abs(np.linalg.eigvalsh(W)))[::-1][1]
+        gap = 1.0 - second_eigenvalue_modulus(W)
         rounds = math.ceil(1.0 / math.sqrt(gap)) if self.rounds == "auto" else self.rounds
         return {"z": np.zeros(_batch(self.eta) + (n, d)), "theta": theta, "rounds": rounds}
 

@@ -7,7 +7,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["GossipMatrix", "gossip_matrix", "graph_adjacency"]
+__all__ = ["GossipMatrix", "gossip_matrix", "graph_adjacency", "second_eigenvalue_modulus"]
+
+
+def second_eigenvalue_modulus(W: np.ndarray) -> float:
+    """max(|λ₂|, |λ_n|) of a symmetric mixing matrix (0 for a single node)."""
+    eig = np.sort(np.abs(np.linalg.eigvalsh(W)))[::-1]
+    return float(eig[1]) if len(eig) > 1 else 0.0
 
 
 @dataclass(frozen=True)
@@ -27,8 +33,7 @@ class GossipMatrix:
 
     @property
     def spectral_gap(self) -> float:
-        eig = np.sort(np.abs(np.linalg.eigvalsh(self.W)))[::-1]
-        return float(1.0 - (eig[1] if self.n > 1 else 0.0))
+        return 1.0 - second_eigenvalue_modulus(self.W)
 
 
 def graph_adjacency(graph, n: int | None = None, p: float = 0.3, seed: int = 0) -> tuple[np.ndarray, str]:

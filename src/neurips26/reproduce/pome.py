@@ -181,11 +181,14 @@ def run(ctx: RunContext) -> None:
             best = max(val_scores, key=val_scores.get)
             return best, score(candidates[best](), test_t), val_scores
 
-        cands = {
-            (r, gn): (lambda r=r, gn=gn: apply_pome(pre_state, ft_state, rank_ratio=r, gain=gn, scale="fro"))
-            for r in POME_RANK_RATIOS for gn in POME_GAINS
-        }
-        best, acc, vals = select(cands)
+        def pome_grid_candidates(targets) -> dict:
+            return {
+                (r, gn): (lambda r=r, gn=gn: apply_pome(pre_state, ft_state, targets=targets, rank_ratio=r, gain=gn,
+                                                        scale="fro"))
+                for r in POME_RANK_RATIOS for gn in POME_GAINS
+            }
+
+        best, acc, vals = select(pome_grid_candidates(DEFAULT_TARGETS))
         for (i, r) in enumerate(POME_RANK_RATIOS):
             for (j, gn) in enumerate(POME_GAINS):
                 pome_grid[i, j] += vals[(r, gn)] / size["seeds"]
@@ -193,10 +196,7 @@ def run(ctx: RunContext) -> None:
         chosen["pome"].append(list(best))
 
         # Not the paper's default: every linear layer of attention and MLP, same grid.
-        best, acc, _ = select({
-            (r, gn): (lambda r=r, gn=gn: apply_pome(pre_state, ft_state, targets=ALL_LINEAR, rank_ratio=r, gain=gn))
-            for r in POME_RANK_RATIOS for gn in POME_GAINS
-        })
+        best, acc, _ = select(pome_grid_candidates(ALL_LINEAR))
         test_acc["pome_all_linear"].append(acc)
         chosen["pome_all_linear"].append(list(best))
 
