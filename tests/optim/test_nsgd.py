@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from neurips26.linalg import polar
-from neurips26.optim import NSGD, L2, Linf, Spectral, get_norm
+from neurips26.optim import NSGD, L2, Blocks, Linf, Spectral, get_norm
 
 NORMS = [L2(), Linf(), Spectral()]
 
@@ -113,3 +113,28 @@ def test_nsgd_decreases_a_loss_and_validates():
         NSGD(m.parameters(), norm="l1")
     with pytest.raises(ValueError, match="norm must be"):
         get_norm(3)
+
+
+def test_blocks_norm_is_the_max_of_block_norms_with_summed_duals():
+    shapes = [(6, 4), (4,), (3, 2, 2)]
+    blocks = Blocks(shapes, [Spectral(), Linf(), Spectral()])
+    gen = torch.Generator().manual_seed(5)
+    g = torch.randn(6 * 4 + 4 + 12, dtype=torch.float64, generator=gen)
+    d = blocks.lmo(g)
+    parts = torch.split(g, [24, 4, 12])
+    expected = torch.cat([polar(parts[0].reshape(6, 4)).reshape(-1), torch.sign(parts[1]),
+                          polar(parts[2].reshape(3, 4)).reshape(-1)])
+    torch.testing.assert_close(d, expected)
+    torch.testing.assert_close((g * d).sum(), blocks.dual_norm(g))
+    torch.testing.assert_close(blocks.norm(d), torch.tensor(1.0, dtype=torch.float64))
+    # No unit-norm direction does better.
+    for _ in range(100):
+        r = torch.randn(40, dtype=torch.float64, generator=gen)
+        assert (g * r).sum() / blocks.norm(r) <= blocks.dual_norm(g) + 1e-10
+    with pytest.raises(ValueError, match="flat vector of 40"):
+        blocks.lmo(torch.ones(39))
+    with pytest.raises(ValueError, match="one norm per shape"):
+        Blocks(shapes, ["l2"])
+    model = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.Linear(5, 2))
+    auto = Blocks.for_parameters(model.parameters())
+    assert [n.name for n in auto.norms] == ["spectral", "l2", "spectral", "l2"]

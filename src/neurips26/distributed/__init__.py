@@ -1,6 +1,15 @@
-"""Distributed runners. For now: the Rennala-NSGD server and its simulated-time driver
-(the torch.distributed runner is not built yet)."""
+"""Distributed training: Rennala-NSGD and its baselines as server state machines, a
+simulated-time driver, and a torch.distributed runner (:mod:`.runner`)."""
 
-from .rennala import RennalaServer, SimulationResult, equilibrium_time, simulate_rennala
+from .rennala import (
+    AsynchronousServer, RennalaServer, SimulationResult, SynchronousServer,
+    equilibrium_time, load_checkpoint, replay, save_checkpoint, simulate, simulate_rennala, worker_rngs,
+)
+from .runner import RunResult, run_distributed, run_rennala, serve_torchrun
 
-__all__ = ["RennalaServer", "SimulationResult", "equilibrium_time", "simulate_rennala"]
+__all__ = [
+    "RunResult", "run_distributed", "run_rennala", "serve_torchrun",
+    "AsynchronousServer", "RennalaServer", "SimulationResult", "SynchronousServer",
+    "equilibrium_time", "load_checkpoint", "replay", "save_checkpoint", "simulate", "simulate_rennala",
+    "worker_rngs",
+]

@@ -1,20 +1,30 @@
 """Rennala-NSGD: semi-asynchronous normalized SGD (Rennala SGD of Tyurin & Richtárik,
-with the step taken along the LMO of a chosen norm).
+with the step taken along the LMO of a chosen norm), and the two baselines it is
+measured against, as server state machines with one interface.
 
-The server keeps the current point x_k. Every worker computes a stochastic gradient at
-the point it was last given; when one finishes, the server keeps the gradient only if it
-was computed at the current x_k (a stale one is discarded), and hands the worker the
-current point again. Once B gradients at x_k are in, the server averages them, steps
-``x_{k+1} = x_k − lr · lmo(ḡ)`` and the iteration counter moves on; workers are not
-interrupted, so a computation under way at x_k becomes stale.
+Rennala: the server keeps the current point x_k. Every worker computes a stochastic
+gradient at the point it was last given; when one finishes, the server keeps the
+gradient only if it was computed at the current x_k (a stale one is discarded), and
+hands the worker the current point again. Once B gradients at x_k are in, the server
+averages them, steps ``x_{k+1} = x_k − lr · lmo(ḡ)`` and the iteration counter moves
+on; workers are not interrupted, so a computation under way at x_k becomes stale.
 
-:class:`RennalaServer` is the algorithm alone (no clock, no transport), so the
-simulated-time driver here and a real ``torch.distributed`` runner can share it.
+A server is the algorithm alone (no clock, no transport): ``point_for(worker)`` gives
+``(x, k)`` to compute at, or None to leave the worker idle until the next step;
+``submit(g, k, worker)`` returns True when it completed a step. The simulated-time
+driver here and the ``torch.distributed`` runner (:mod:`.runner`) drive the same
+objects, so the two modes share every line of the algorithm.
+
+Random numbers: worker w draws its gradients from ``worker_rngs(seed, w, k0)[0]`` and
+its compute times from ``[1]``, in the order it computes. Both modes do this, so a
+trajectory is a function of the arrival order alone (see :func:`replay`).
 """
 
 from __future__ import annotations
 
 import heapq
+import math
+import os
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -23,31 +33,101 @@ import torch
 
 from ..optim.norms import Norm, get_norm
 
-__all__ = ["RennalaServer", "SimulationResult", "simulate_rennala", "equilibrium_time"]
+__all__ = [
+    "RennalaServer", "SynchronousServer", "AsynchronousServer",
+    "SimulationResult", "simulate", "simulate_rennala", "replay", "worker_rngs", "equilibrium_time",
+    "save_checkpoint", "load_checkpoint",
+]
+
+GradFn = Callable[[torch.Tensor, int, np.random.Generator], torch.Tensor]
+TimeFn = Callable[[int, np.random.Generator], float]
 
 
-class RennalaServer:
-    """The server's state machine: ``point()`` to hand out, ``submit(g, k)`` for a
-    gradient computed at iteration k; returns True when it completed a step."""
+def worker_rngs(seed: int, worker: int, k0: int = 0) -> tuple[np.random.Generator, np.random.Generator]:
+    """The gradient and compute-time generators of ``worker`` for a run (or a resumed
+    run) that starts at iteration ``k0``."""
+    return np.random.default_rng([seed, 0, worker, k0]), np.random.default_rng([seed, 1, worker, k0])
 
-    def __init__(self, x0: torch.Tensor, batch_size: int, lr: float, norm: str | Norm = "l2"):
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if not lr > 0:
-            raise ValueError(f"lr must be > 0, got {lr}")
+
+class _Server:
+    """Shared state: the point, the step counter, the step rule ``x ← x − lr·d(ḡ)`` with
+    d the LMO of ``norm`` (``norm=None``: d(ḡ) = ḡ, plain SGD)."""
+
+    kind = "server"
+
+    def __init__(self, x0: torch.Tensor, lr: float, norm: str | Norm | None):
+        if not isinstance(x0, torch.Tensor) or x0.ndim != 1 or x0.numel() == 0:
+            raise ValueError("x0 must be a non-empty 1-D tensor (flatten the parameters; "
+                             "optim.Blocks gives per-parameter geometry on the flat vector)")
+        if not x0.dtype.is_floating_point:
+            raise ValueError(f"x0 must be a floating-point tensor, got {x0.dtype}")
+        if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+            raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
         self.x = x0.detach().clone()
-        self.B = batch_size
-        self.lr = lr
-        self.norm = get_norm(norm)
+        self.lr = float(lr)
+        self.norm = None if norm is None else get_norm(norm)
         self.k = 0
-        self._sum = torch.zeros_like(self.x)
-        self._count = 0
         self.discarded = 0
 
-    def point(self) -> tuple[torch.Tensor, int]:
+    def _step(self, g: torch.Tensor) -> None:
+        if not torch.isfinite(g).all():
+            raise FloatingPointError(f"non-finite gradient at step {self.k}: the server refuses to step with it")
+        d = g if self.norm is None else self.norm.lmo(g)
+        self.x = self.x - self.lr * d
+        self.k += 1
+
+    def point_for(self, worker: int) -> tuple[torch.Tensor, int] | None:
         return self.x, self.k
 
-    def submit(self, g: torch.Tensor, k: int) -> bool:
+    def state_dict(self) -> dict:
+        """Everything needed to resume after a completed step (partial sums are then
+        empty, which is when the runners checkpoint)."""
+        return {"kind": self.kind, "x": self.x.clone(), "k": self.k, "lr": self.lr, "discarded": self.discarded,
+                "norm": None if self.norm is None else self.norm.name, **self._config()}
+
+    def load_state_dict(self, state: dict) -> None:
+        mine = {"kind": self.kind, "norm": None if self.norm is None else self.norm.name, **self._config()}
+        for key, value in mine.items():
+            if state.get(key) != value:
+                raise ValueError(f"checkpoint {key}={state.get(key)!r} does not match this run's {key}={value!r}")
+        x = state["x"]
+        if x.shape != self.x.shape or x.dtype != self.x.dtype:
+            raise ValueError(f"checkpoint point has shape {tuple(x.shape)} {x.dtype}, "
+                             f"this run's x0 {tuple(self.x.shape)} {self.x.dtype}")
+        self.x = x.clone()
+        self.k = int(state["k"])
+        self.discarded = int(state["discarded"])
+        self._reset_batch()
+
+    def _config(self) -> dict:
+        return {}
+
+    def _reset_batch(self) -> None:
+        pass
+
+
+class RennalaServer(_Server):
+    """Rennala SGD's server: a step once ``batch_size`` gradients computed at the
+    current point are in; gradients computed at an older point are discarded.
+    ``norm`` picks the step's geometry (Rennala-NSGD); ``norm=None`` is Rennala SGD."""
+
+    kind = "rennala"
+
+    def __init__(self, x0: torch.Tensor, batch_size: int, lr: float, norm: str | Norm | None = "l2"):
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        super().__init__(x0, lr, norm)
+        self.B = batch_size
+        self._reset_batch()
+
+    def _config(self):
+        return {"batch_size": self.B}
+
+    def _reset_batch(self):
+        self._sum = torch.zeros_like(self.x)
+        self._count = 0
+
+    def submit(self, g: torch.Tensor, k: int, worker: int = 0) -> bool:
         if k != self.k:
             self.discarded += 1
             return False
@@ -55,68 +135,237 @@ class RennalaServer:
         self._count += 1
         if self._count < self.B:
             return False
-        self.x = self.x - self.lr * self.norm.lmo(self._sum / self.B)
-        self.k += 1
-        self._sum.zero_()
-        self._count = 0
+        self._step(self._sum / self.B)
+        self._reset_batch()
         return True
+
+
+class SynchronousServer(_Server):
+    """Synchronous minibatch (N)SGD: every step waits for one gradient from each of the
+    ``n_workers`` at the current point, then averages them. A worker that has sent its
+    gradient idles until the step. A worker declared dead (``drop``) is no longer waited
+    for."""
+
+    kind = "synchronous"
+
+    def __init__(self, x0: torch.Tensor, n_workers: int, lr: float, norm: str | Norm | None = "l2"):
+        if not isinstance(n_workers, int) or n_workers < 1:
+            raise ValueError(f"n_workers must be an integer >= 1, got {n_workers!r}")
+        super().__init__(x0, lr, norm)
+        self.n_workers = n_workers
+        self.alive = set(range(n_workers))
+        self._reset_batch()
+
+    def _config(self):
+        return {"n_workers": self.n_workers}
+
+    def _reset_batch(self):
+        self._grads: dict[int, torch.Tensor] = {}
+
+    def point_for(self, worker):
+        return None if worker in self._grads else (self.x, self.k)
+
+    def drop(self, worker: int) -> bool:
+        """Stop waiting for ``worker``; returns True if that completed a step."""
+        self.alive.discard(worker)
+        self._grads.pop(worker, None)
+        return self._maybe_step()
+
+    def submit(self, g, k, worker=0):
+        if k != self.k or worker in self._grads:
+            self.discarded += 1
+            return False
+        self._grads[worker] = g
+        return self._maybe_step()
+
+    def _maybe_step(self):
+        if not self.alive or not self.alive <= set(self._grads):
+            return False
+        self._step(torch.stack([self._grads[w] for w in sorted(self.alive)]).mean(0))
+        self._reset_batch()
+        return True
+
+
+class AsynchronousServer(_Server):
+    """Asynchronous (N)SGD: every arriving gradient is applied at once, however stale
+    (the baseline Rennala improves on); ``max_delay`` discards those more than that many
+    steps old (None keeps all)."""
+
+    kind = "asynchronous"
+
+    def __init__(self, x0: torch.Tensor, lr: float, norm: str | Norm | None = None, max_delay: int | None = None):
+        if max_delay is not None and (not isinstance(max_delay, int) or max_delay < 0):
+            raise ValueError(f"max_delay must be None or an integer >= 0, got {max_delay!r}")
+        super().__init__(x0, lr, norm)
+        self.max_delay = max_delay
+
+    def _config(self):
+        return {"max_delay": self.max_delay}
+
+    def submit(self, g, k, worker=0):
+        if self.max_delay is not None and self.k - k > self.max_delay:
+            self.discarded += 1
+            return False
+        self._step(g)
+        return True
+
+
+def save_checkpoint(path: str | os.PathLike, server: _Server, **extra) -> None:
+    """Write the server's state (and ``extra`` entries) to ``path`` atomically: a crash
+    while writing leaves the previous checkpoint intact."""
+    from .._atomic import atomic_open
+
+    with atomic_open(path) as fh:
+        torch.save({"server": server.state_dict(), **extra}, fh)
+
+
+def load_checkpoint(path: str | os.PathLike) -> dict:
+    """Read a checkpoint written by :func:`save_checkpoint` (``["server"]`` goes to
+    ``server.load_state_dict``)."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no checkpoint at {path}") from None
+    if not isinstance(state, dict) or "server" not in state:
+        raise ValueError(f"{path} is not a neurips26.distributed checkpoint")
+    return state
+
+
+class _Checkpointer:
+    """Saves after every ``every``-th step (and never when ``path`` is None)."""
+
+    def __init__(self, path, every: int):
+        if not isinstance(every, int) or every < 0:
+            raise ValueError(f"checkpoint_every must be an integer >= 0, got {every!r}")
+        if every and path is None:
+            raise ValueError("checkpoint_every is set but no checkpoint path was given")
+        self.path, self.every = path, every
+
+    def after_step(self, server: _Server, **extra) -> None:
+        if self.path is not None and self.every and server.k % self.every == 0:
+            save_checkpoint(self.path, server, **extra)
 
 
 @dataclass
 class SimulationResult:
-    """Per server step: the simulated wall-clock time and the point after it."""
+    """Per server step: the wall-clock time (simulated, or seconds in a real run) and
+    the point after it; ``arrivals`` lists every (worker, k) gradient the server
+    received, in order, accepted or not."""
 
     times: np.ndarray
     points: list[torch.Tensor] = field(repr=False)
     discarded: int = 0
+    arrivals: list[tuple[int, int]] = field(default_factory=list, repr=False)
 
 
-def simulate_rennala(
-    grad: Callable[[torch.Tensor, int, np.random.Generator], torch.Tensor],
-    x0: torch.Tensor,
-    compute_time: Callable[[int, np.random.Generator], float],
+def _check_time(t, worker) -> float:
+    t = float(t)
+    if not (math.isfinite(t) and t > 0):
+        raise ValueError(f"compute_time for worker {worker} returned {t}: it must be finite and > 0")
+    return t
+
+
+def simulate(
+    server: _Server,
+    grad: GradFn,
+    compute_time: TimeFn,
     n_workers: int,
-    batch_size: int,
     steps: int,
-    lr: float,
-    norm: str | Norm = "l2",
     seed: int = 0,
+    checkpoint: str | os.PathLike | None = None,
+    checkpoint_every: int = 0,
 ) -> SimulationResult:
-    """Run Rennala-NSGD in simulated time.
+    """Drive ``server`` with ``n_workers`` simulated workers until it has made ``steps`` steps.
 
-    ``grad(x, worker, rng)`` is one stochastic gradient; ``compute_time(worker, rng)``
-    the time it takes (a constant for deterministic workers). Events are processed in
-    time order, ties by worker index, so the run is reproducible.
+    ``grad(x, worker, rng)`` is one stochastic gradient at x; ``compute_time(worker,
+    rng)`` the time it takes (a constant for deterministic workers). Events run in time
+    order, ties by worker index, so a run is reproducible. The clock starts at 0 and
+    the workers' generators at the server's step (``worker_rngs(seed, w, server.k)``),
+    so a server loaded from a checkpoint resumes where it stopped.
     """
-    if n_workers < 1:
-        raise ValueError(f"n_workers must be >= 1, got {n_workers}")
-    rng = np.random.default_rng(seed)
-    server = RennalaServer(x0, batch_size, lr, norm)
+    saver = _Checkpointer(checkpoint, checkpoint_every)
+    if not isinstance(n_workers, int) or n_workers < 1:
+        raise ValueError(f"n_workers must be an integer >= 1, got {n_workers!r}")
+    if not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
+    rngs = [worker_rngs(seed, w, server.k) for w in range(n_workers)]
     events: list[tuple[float, int, int, torch.Tensor]] = []
+    idle: set[int] = set()
 
     def start(worker: int, now: float) -> None:
-        x, k = server.point()
+        given = server.point_for(worker)
+        if given is None:
+            idle.add(worker)
+            return
+        x, k = given
         # The gradient is drawn when the work starts, at the point the worker was given.
-        g = grad(x, worker, rng)
-        heapq.heappush(events, (now + float(compute_time(worker, rng)), worker, k, g))
+        g = grad(x, worker, rngs[worker][0])
+        heapq.heappush(events, (now + _check_time(compute_time(worker, rngs[worker][1]), worker), worker, k, g))
 
     for w in range(n_workers):
         start(w, 0.0)
-    times, points = [], []
+    times, points, arrivals = [], [], []
     while len(times) < steps:
+        if not events:
+            raise RuntimeError("every worker is idle and the server has not stepped: the server waits on nobody")
         # Gradients that arrive at the same instant are all submitted before any of
         # those workers is handed a new point (equal-speed workers then act in lockstep).
         now = events[0][0]
         done = []
         while events and events[0][0] == now:
             _, w, k, g = heapq.heappop(events)
-            if server.submit(g, k) and len(times) < steps:
+            arrivals.append((w, k))
+            if server.submit(g, k, w) and len(times) < steps:
                 times.append(now)
                 points.append(server.x.clone())
+                saver.after_step(server, seed=seed, time=now)
             done.append(w)
-        for w in done:
+        waiting = sorted(set(done) | idle)
+        idle.clear()
+        for w in waiting:
             start(w, now)
-    return SimulationResult(np.array(times), points, server.discarded)
+    return SimulationResult(np.array(times, dtype=float), points, server.discarded, arrivals)
+
+
+def simulate_rennala(
+    grad: GradFn,
+    x0: torch.Tensor,
+    compute_time: TimeFn,
+    n_workers: int,
+    batch_size: int,
+    steps: int,
+    lr: float,
+    norm: str | Norm | None = "l2",
+    seed: int = 0,
+    checkpoint: str | os.PathLike | None = None,
+    checkpoint_every: int = 0,
+) -> SimulationResult:
+    """Rennala-NSGD in simulated time (``norm=None``: Rennala SGD); see :func:`simulate`."""
+    return simulate(RennalaServer(x0, batch_size, lr, norm), grad, compute_time, n_workers, steps, seed,
+                    checkpoint, checkpoint_every)
+
+
+def replay(server: _Server, grad: GradFn, arrivals, seed: int = 0) -> list[torch.Tensor]:
+    """The points a run's server steps through, recomputed from its arrival order alone.
+
+    Each arrival (w, k) is worker w's next gradient from its own generator, at the point
+    x_k the server held at step k. Equal to the recorded trajectory of a simulated or a
+    real run with the same server, gradient and seed, whatever the timing was.
+    """
+    k0 = server.k
+    history = [server.x.clone()]
+    rngs: dict[int, np.random.Generator] = {}
+    points = []
+    for w, k in arrivals:
+        if not k0 <= k < k0 + len(history):
+            raise ValueError(f"arrival ({w}, {k}) refers to a step the server had not reached")
+        if w not in rngs:
+            rngs[w] = worker_rngs(seed, w, k0)[0]
+        g = grad(history[k - k0], w, rngs[w])
+        if server.submit(g, k, w):
+            history.append(server.x.clone())
+            points.append(server.x.clone())
+    return points
 
 
 def equilibrium_time(taus, batch_size: int) -> float:
@@ -127,7 +376,7 @@ def equilibrium_time(taus, batch_size: int) -> float:
     are not interrupted, and a computation under way at a step boundary is wasted: the
     same argument gives at most (B + 2m)/Σ_{i≤m} 1/τ_i per step."""
     taus = np.sort(np.asarray(taus, float))
-    if (taus <= 0).any():
-        raise ValueError("compute times must be > 0")
+    if taus.size == 0 or not np.isfinite(taus).all() or (taus <= 0).any():
+        raise ValueError("compute times must be finite and > 0 (and at least one)")
     m = np.arange(1, len(taus) + 1)
     return float(np.min((batch_size + m) / np.cumsum(1.0 / taus)))

@@ -13,7 +13,7 @@ import torch
 
 from ..linalg import msign, polar
 
-__all__ = ["Norm", "L2", "Linf", "Spectral", "get_norm"]
+__all__ = ["Norm", "L2", "Linf", "Spectral", "Blocks", "get_norm"]
 
 
 class Norm(abc.ABC):
@@ -94,6 +94,50 @@ class Spectral(Norm):
         m = self._matrix(g)
         d = polar(m) if self.exact else msign(m, steps=self.steps)
         return d.reshape(g.shape)
+
+
+class Blocks(Norm):
+    """A norm on a flat vector that holds several parameters (a model's parameters
+    concatenated, as a parameter server keeps them): ``‖x‖ = max_i ‖x_i‖_i``, block i
+    being the next ``prod(shapes[i])`` entries reshaped to ``shapes[i]``.
+
+    With the max over blocks the dual is the sum of the blocks' duals and the LMO is
+    the blocks' LMOs side by side, so every block moves by exactly one unit of its own
+    norm: the per-layer geometry of spectral descent (e.g. ``Spectral()`` for weight
+    matrices, ``Linf()`` or ``L2()`` for biases)."""
+
+    name = "blocks"
+
+    def __init__(self, shapes, norms):
+        self.shapes = [torch.Size(s) for s in shapes]
+        norms = [get_norm(n) for n in norms]
+        if len(norms) != len(self.shapes):
+            raise ValueError(f"Blocks needs one norm per shape: {len(self.shapes)} shapes, {len(norms)} norms")
+        if not self.shapes:
+            raise ValueError("Blocks needs at least one block")
+        self.norms = norms
+        self.sizes = [s.numel() for s in self.shapes]
+        self.numel = sum(self.sizes)
+
+    @classmethod
+    def for_parameters(cls, params, matrix: str | Norm = "spectral", other: str | Norm = "l2") -> "Blocks":
+        """One block per parameter: ``matrix`` for 2-D and larger ones, ``other`` for the rest."""
+        shapes = [tuple(p.shape) for p in params]
+        return cls(shapes, [matrix if len(s) >= 2 else other for s in shapes])
+
+    def _split(self, x):
+        if x.ndim != 1 or x.numel() != self.numel:
+            raise ValueError(f"Blocks expects a flat vector of {self.numel} entries, got shape {tuple(x.shape)}")
+        return [b.reshape(s) for b, s in zip(torch.split(x, self.sizes), self.shapes)]
+
+    def norm(self, x):
+        return torch.stack([n.norm(b) for n, b in zip(self.norms, self._split(x))]).max()
+
+    def dual_norm(self, g):
+        return torch.stack([n.dual_norm(b) for n, b in zip(self.norms, self._split(g))]).sum()
+
+    def lmo(self, g):
+        return torch.cat([n.lmo(b).reshape(-1) for n, b in zip(self.norms, self._split(g))])
 
 
 _NAMED = {"l2": L2, "linf": Linf, "spectral": Spectral}
