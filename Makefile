@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-EXTRAS ?= llm,dev
+EXTRAS ?= llm,dist,dev
 
 .PHONY: install demo test bench clean
 

@@ -155,3 +155,19 @@ def test_server_state_dict_round_trip_and_mismatch():
         RennalaServer(torch.zeros(3, dtype=torch.float64), batch_size=2, lr=0.1, norm="linf").load_state_dict(state)
     with pytest.raises(ValueError, match="norm"):
         RennalaServer(torch.zeros(3, dtype=torch.float64), batch_size=1, lr=0.1, norm="l2").load_state_dict(state)
+
+
+def test_simulate_until_stops_at_the_first_step_that_satisfies_it():
+    # `until` is checked after every step; the run is the prefix of the full run that
+    # ends at the first point satisfying it, with times and points of equal length.
+    x0 = torch.zeros(3, dtype=torch.float64)
+    ct = lambda w, rng: float(w + 1)
+    full = simulate(RennalaServer(x0, 4, 0.1, get_norm("l2")), noisy_grad, ct, 5, 60, seed=3)
+    dist = [float(torch.linalg.vector_norm(p - TARGET)) for p in full.points]
+    target = sorted(dist)[len(dist) // 2]
+    first = next(i for i, d in enumerate(dist) if d <= target)
+    cut = simulate(RennalaServer(x0, 4, 0.1, get_norm("l2")), noisy_grad, ct, 5, 60, seed=3,
+                   until=lambda x: float(torch.linalg.vector_norm(x - TARGET)) <= target)
+    assert len(cut.points) == len(cut.times) == first + 1
+    assert np.array_equal(cut.times, full.times[: first + 1])
+    assert torch.equal(cut.points[-1], full.points[first])

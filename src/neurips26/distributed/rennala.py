@@ -274,8 +274,10 @@ def simulate(
     seed: int = 0,
     checkpoint: str | os.PathLike | None = None,
     checkpoint_every: int = 0,
+    until: Callable[[torch.Tensor], bool] | None = None,
 ) -> SimulationResult:
-    """Drive ``server`` with ``n_workers`` simulated workers until it has made ``steps`` steps.
+    """Drive ``server`` with ``n_workers`` simulated workers until it has made ``steps``
+    steps, or until ``until(x)`` is true after a step (e.g. a target loss is reached).
 
     ``grad(x, worker, rng)`` is one stochastic gradient at x; ``compute_time(worker,
     rng)`` the time it takes (a constant for deterministic workers). Events run in time
@@ -305,20 +307,22 @@ def simulate(
     for w in range(n_workers):
         start(w, 0.0)
     times, points, arrivals = [], [], []
-    while len(times) < steps:
+    reached = False
+    while len(times) < steps and not reached:
         if not events:
             raise RuntimeError("every worker is idle and the server has not stepped: the server waits on nobody")
         # Gradients that arrive at the same instant are all submitted before any of
         # those workers is handed a new point (equal-speed workers then act in lockstep).
         now = events[0][0]
         done = []
-        while events and events[0][0] == now:
+        while events and events[0][0] == now and not reached:
             _, w, k, g = heapq.heappop(events)
             arrivals.append((w, k))
             if server.submit(g, k, w) and len(times) < steps:
                 times.append(now)
                 points.append(server.x.clone())
                 saver.after_step(server, seed=seed, time=now)
+                reached = reached or (until is not None and bool(until(server.x)))
             done.append(w)
         waiting = sorted(set(done) | idle)
         idle.clear()

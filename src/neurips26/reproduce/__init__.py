@@ -46,3 +46,11 @@ register(
         target="neurips26.reproduce.doco_compressed_ftrl:run",
     )
 )
+register(
+    Experiment(
+        slug="rennala-nsgd",
+        paper="Non-Euclidean minibatch SGD and Rennala-NSGD (semi-asynchronous normalized SGD)",
+        summary="Rennala-NSGD (l2, linf, spectral) vs synchronous NSGD, asynchronous SGD and Rennala SGD in simulated wall-clock time; time to eps vs workers and dimension.",
+        target="neurips26.reproduce.rennala_nsgd:run",
+    )
+)
