@@ -129,27 +129,35 @@ def test_bad_input_is_refused_clearly():
     QuadrupleOptimizer(params, metric=Euclidean(), transition=NoMemory(), direction=Gradient())
 
 
+class ManualOptimizer:
+    """A reference written out by hand: ``update(p)`` moves one parameter from its .grad."""
+
+    def __init__(self, params, update):
+        self.params, self.update = list(params), update
+
+    def zero_grad(self):
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self):
+        for p in self.params:
+            self.update(p)
+
+
 def lion_paper(params, lr, betas, weight_decay):
     """Lion written out from Chen et al. 2023, Algorithm 2: c = β₁m + (1−β₁)g;
     θ ← θ − η(sign(c) + λθ); m ← β₂m + (1−β₂)g."""
     beta1, beta2 = betas
-    params = list(params)
     mem = {}
 
-    class Opt:
-        def zero_grad(self):
-            for p in params:
-                p.grad = None
+    def update(p):
+        m = mem.setdefault(p, torch.zeros_like(p))
+        c = beta1 * m + (1 - beta1) * p.grad
+        p.sub_(lr * (torch.sign(c) + weight_decay * p))
+        m.copy_(beta2 * m + (1 - beta2) * p.grad)
 
-        @torch.no_grad()
-        def step(self):
-            for p in params:
-                m = mem.setdefault(p, torch.zeros_like(p))
-                c = beta1 * m + (1 - beta1) * p.grad
-                p.sub_(lr * (torch.sign(c) + weight_decay * p))
-                m.copy_(beta2 * m + (1 - beta2) * p.grad)
-
-    return Opt()
+    return ManualOptimizer(params, update)
 
 
 @pytest.mark.parametrize("kw", [dict(lr=1e-3, betas=(0.9, 0.99), weight_decay=0.0),
@@ -169,30 +177,22 @@ def shampoo_dense(params, lr, eps):
     fractional_matrix_power, not by an eigendecomposition."""
     from scipy.linalg import fractional_matrix_power as fmp
 
-    params = list(params)
     fac = {}
 
-    class Opt:
-        def zero_grad(self):
-            for p in params:
-                p.grad = None
+    def update(p):
+        G = p.grad.numpy()
+        if G.ndim == 1:
+            L = fac.setdefault(p, [eps * np.eye(len(G))])[0]
+            L += np.outer(G, G)
+            u = np.real(fmp(L, -0.5)) @ G
+        else:
+            L, R = fac.setdefault(p, [eps * np.eye(G.shape[0]), eps * np.eye(G.shape[1])])
+            L += G @ G.T
+            R += G.T @ G
+            u = np.real(fmp(L, -0.25)) @ G @ np.real(fmp(R, -0.25))
+        p.sub_(lr * torch.as_tensor(u))
 
-        @torch.no_grad()
-        def step(self):
-            for p in params:
-                G = p.grad.numpy()
-                if G.ndim == 1:
-                    L = fac.setdefault(p, [eps * np.eye(len(G))])[0]
-                    L += np.outer(G, G)
-                    u = np.real(fmp(L, -0.5)) @ G
-                else:
-                    L, R = fac.setdefault(p, [eps * np.eye(G.shape[0]), eps * np.eye(G.shape[1])])
-                    L += G @ G.T
-                    R += G.T @ G
-                    u = np.real(fmp(L, -0.25)) @ G @ np.real(fmp(R, -0.25))
-                p.sub_(lr * torch.as_tensor(u))
-
-    return Opt()
+    return ManualOptimizer(params, update)
 
 
 def test_shampoo_matches_a_dense_direct_implementation():
