@@ -38,7 +38,7 @@ def test_tuning_grid_extends_past_its_edge(monkeypatch):
     # A method whose best step size lies below the grid gets the grid extended downwards.
     calls = []
 
-    def fake_run(problem, method, lr, *args):
+    def fake_run(problem, method, lr, *args):  # stands in for run_method
         calls.append(lr)
         return abs(math.log(lr / 0.01)) + 1.0, np.array([1.0]), np.array([1.0])  # best at lr = 0.01
 

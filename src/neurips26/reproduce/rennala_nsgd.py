@@ -55,6 +55,7 @@ class DigitsMLP:
         parts = [torch.randn(s, generator=gen) / math.sqrt(s[-1]) if len(s) == 2 else torch.zeros(s) for s in self.shapes]
         self.x0 = torch.cat([p.reshape(-1) for p in parts])
         self.batch = batch
+        self.key = (self.name, seed, hidden, batch)
 
     def _loss(self, x, X, y):
         W1, b1, W2, b2 = (p.reshape(s) for p, s in zip(torch.split(x, self.sizes), self.shapes))
@@ -92,6 +93,7 @@ class HeavyTailLinf:
         self.a = torch.as_tensor(rng.uniform(-3, 3, d))
         self.d, self.sigma = d, sigma
         self.x0 = torch.zeros(d, dtype=torch.float64)
+        self.key = (self.name, seed, d, sigma)
 
     def true_grad(self, x):
         return _psi_prime(x - self.a) / self.d
@@ -119,6 +121,7 @@ class HeavyTailSpectral:
         self.target = torch.as_tensor(U @ np.diag(rng.uniform(0, 6, n)) @ V.T)
         self.n, self.sigma = n, sigma
         self.x0 = torch.zeros(n * n, dtype=torch.float64)
+        self.key = (self.name, seed, n, sigma)
 
     def true_grad(self, x):
         U, s, Vh = torch.linalg.svd(x.reshape(self.n, self.n) - self.target)
@@ -213,11 +216,13 @@ def run_method(problem, method, lr, setting, n_workers, batch, steps, eps, seed)
     return (float(res.times[-1]) if hit else math.inf), res.times, np.array(curve)
 
 
-def tune_lr(problem_at, method, setting, n_workers, batch, steps, eps, mults, seed, max_extend=3):
+def tune_lr(problem_at, method, setting, n_workers, batch, steps, eps, mults, seed, max_extend=3, run=None):
     """The step size with the least time to eps on the tuning seed (ties and misses: the
     least final criterion). When the best lies on an edge of the grid, the grid is
     extended past that edge by its own ratio, up to ``max_extend`` times, so that no
-    method is reported with a step size the grid merely cut off."""
+    method is reported with a step size the grid merely cut off. ``run`` replaces
+    :func:`run_method` (a cached one)."""
+    run = run or run_method
     problem = problem_at(seed)
     base = _base_lr(problem, METHODS[method][1])
     ratio = mults[-1] / mults[-2] if len(mults) > 1 else 4.0
@@ -225,7 +230,7 @@ def tune_lr(problem_at, method, setting, n_workers, batch, steps, eps, mults, se
 
     def score(m):
         if m not in scores:
-            t, _, curve = run_method(problem, method, base * m, setting, n_workers, batch, steps, eps, seed)
+            t, _, curve = run(problem, method, base * m, setting, n_workers, batch, steps, eps, seed)
             scores[m] = (t, curve[-1] if len(curve) else math.inf)
         return scores[m]
 
@@ -272,6 +277,16 @@ def run(ctx: RunContext) -> None:
         "heavy-tail-linf": (lambda s: HeavyTailLinf(s, d=cfg["linf_d"]), cfg["synth_steps"]),
         "heavy-tail-spectral": (lambda s: HeavyTailSpectral(s, n=cfg["spec_n"]), cfg["synth_steps"]),
     }
+    # The three stages meet the same configurations again (the base dimension of the
+    # dimension sweep, n = n_workers in the workers sweep): each is simulated once.
+    cache = {}
+
+    def run_cached(problem, method, lr, *rest):
+        key = (problem.key, method, lr) + tuple(rest)
+        if key not in cache:
+            cache[key] = run_method(problem, method, lr, *rest)
+        return cache[key]
+
     ctx.config.update(n_workers=n, batch_size=B, eps=eps, tune_seed=tune_seed, test_seeds=test_seeds,
                       lr_multipliers=list(cfg["lr_mult"]), student_t_nu=NU, settings=["linear", "random"])
 
@@ -288,8 +303,8 @@ def run(ctx: RunContext) -> None:
         lr = lrs.get((pname, method))
         if lr is None:
             lr = lrs[(pname, method)] = tune_lr(make, method, "linear", n, B, steps, eps[pname], cfg["lr_mult"],
-                                                tune_seed)
-        runs = [run_method(make(s), method, lr, setting, n, B, steps, eps[pname], s) for s in test_seeds]
+                                                tune_seed, run=run_cached)
+        runs = [run_cached(make(s), method, lr, setting, n, B, steps, eps[pname], s) for s in test_seeds]
         t = _median_finite([r[0] for r in runs])
         reached = sum(math.isfinite(r[0]) for r in runs)
         time_to_eps.setdefault(pname, {}).setdefault(setting, {})[method] = t if reached == len(runs) else math.inf
@@ -361,9 +376,9 @@ def run(ctx: RunContext) -> None:
     rows, ren_t, sync_t, pred = [], [], [], []
     for nw in ctx.track(cfg["workers_sweep"], "time to ε vs number of workers"):
         taus = np.arange(1, nw + 1, dtype=float)
-        t_r = _median_finite([run_method(HeavyTailLinf(s, d=cfg["linf_d"]), "rennala-nsgd-linf", lr, "linear", nw, B,
+        t_r = _median_finite([run_cached(HeavyTailLinf(s, d=cfg["linf_d"]), "rennala-nsgd-linf", lr, "linear", nw, B,
                                          cfg["synth_steps"], eps["heavy-tail-linf"], s)[0] for s in test_seeds])
-        t_s = _median_finite([run_method(HeavyTailLinf(s, d=cfg["linf_d"]), "sync-nsgd-linf", lr_sync, "linear", nw, B,
+        t_s = _median_finite([run_cached(HeavyTailLinf(s, d=cfg["linf_d"]), "sync-nsgd-linf", lr_sync, "linear", nw, B,
                                          cfg["synth_steps"], eps["heavy-tail-linf"], s)[0] for s in test_seeds])
         _, step_times, _ = run_method(problem, "rennala-nsgd-linf", lr, "linear", nw, B, 60, -1.0, tune_seed)
         per_step = float(np.mean(np.diff(np.concatenate([[0.0], step_times]))[10:]))
@@ -389,8 +404,9 @@ def run(ctx: RunContext) -> None:
             ts = []
             for d in ctx.track(dims, f"{pname}: {method} vs dimension"):
                 make = lambda s, d=d: make_d(s, d)
-                lr = tune_lr(make, method, "linear", n, B, cfg["synth_steps"], eps[pname], cfg["lr_mult"], tune_seed)
-                ts.append(_median_finite([run_method(make(s), method, lr, "linear", n, B, cfg["synth_steps"],
+                lr = tune_lr(make, method, "linear", n, B, cfg["synth_steps"], eps[pname], cfg["lr_mult"], tune_seed,
+                             run=run_cached)
+                ts.append(_median_finite([run_cached(make(s), method, lr, "linear", n, B, cfg["synth_steps"],
                                                      eps[pname], s)[0] for s in test_seeds]))
             dim_curves[(pname, method)] = ts
             ok = [(d, t) for d, t in zip(dims, ts) if math.isfinite(t)]
