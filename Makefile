@@ -27,6 +27,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_doco.py --out benchmarks/RESULTS_doco.md
 	$(PY) benchmarks/bench_pome.py --out benchmarks/RESULTS.md
+	$(PY) benchmarks/bench_quadruple.py --out benchmarks/RESULTS_quadruple.md
 
 clean:
 	rm -rf $(VENV) runs build src/*.egg-info

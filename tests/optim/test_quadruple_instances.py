@@ -145,8 +145,9 @@ def test_diagnostics_leave_the_trajectory_alone_and_report_the_extended_state():
 
     from neurips26.optim import quadruple_adam
 
+    # the same trajectory up to rounding (with diagnostics the fused addcdiv is not used)
     assert rel_dev(train(lambda p: quadruple_adam(p, lr=1e-2, track_diagnostics=True), steps=50),
-                   train(lambda p: quadruple_adam(p, lr=1e-2), steps=50)) == 0.0
+                   train(lambda p: quadruple_adam(p, lr=1e-2), steps=50)) <= 1e-13
 
     w = torch.nn.Parameter(torch.tensor([[1.0, -2.0], [0.5, 3.0]], dtype=torch.float64))
     opt = quadruple_adam([w], lr=0.1)

@@ -274,6 +274,11 @@ class BiasCorrectedMomentum:
     def __call__(self, g, state, step):
         return state["exp_avg"] / (1.0 - self.beta1**step)
 
+    def factored(self, g, state, step):
+        """(m, 1 / (1 − β₁ᵗ)): the direction as a memory tensor and a scalar, so that a
+        homogeneous metric can fold the scalar into the step size instead of copying m."""
+        return state["exp_avg"], 1.0 / (1.0 - self.beta1**step)
+
 
 class SignOfInterpolation:
     """v = sign(c), c the interpolation :class:`LionMemory` just formed."""
@@ -344,6 +349,8 @@ class AlignedMomentum:
 class Euclidean:
     """u = v: the identity metric."""
 
+    homogeneous = True
+
     def __call__(self, v, state, step):
         return v
 
@@ -362,20 +369,37 @@ class DiagonalAdaptive:
             raise ValueError(f"eps must be >= 0, got {self.eps!r}")
 
     def __call__(self, v, state, step):
+        denom = self._denominator(state, step)
+        return torch.div(v, denom, out=denom)
+
+    homogeneous = True  # u(cv) = c u(v)
+
+    def _denominator(self, state, step):
         second = state["max_exp_avg_sq" if self.amsgrad else "exp_avg_sq"]
-        denom = (second.sqrt() / math.sqrt(1.0 - self.beta2**step)).add_(self.eps)
-        return v / denom
+        return second.sqrt().div_(math.sqrt(1.0 - self.beta2**step)).add_(self.eps)
+
+    def apply(self, p, v, state, step, alpha):
+        """p ← p + α u(v) in one fused pass (what torch's Adam does with addcdiv)."""
+        p.addcdiv_(v, self._denominator(state, step), value=alpha)
 
 
 def _inverse_root(a: torch.Tensor, power: float) -> torch.Tensor:
     """a^(−power) of a symmetric positive definite matrix, by its eigendecomposition."""
-    vals, vecs = torch.linalg.eigh(a)
+    try:
+        vals, vecs = torch.linalg.eigh(a)
+    except torch.linalg.LinAlgError:
+        if not torch.isfinite(a).all():
+            raise FloatingPointError("a Shampoo factor is not finite: the gradients held NaN or Inf "
+                                     "(the step size is likely too large)") from None
+        raise
     return (vecs * vals.clamp_min(torch.finfo(a.dtype).tiny).pow(-power)) @ vecs.T
 
 
 class KroneckerPreconditioner:
     """u = L^(−1/4) V R^(−1/4) for a matrix, L^(−1/2) v for a vector: Shampoo's metric
     (the order-k rule, exponent 1/(2k)), reading :class:`KroneckerFactors`."""
+
+    homogeneous = True
 
     def __call__(self, v, state, step):
         if v.ndim == 1:
@@ -412,7 +436,9 @@ class NewtonSchulz:
             raise ValueError(f"steps must be an int in [0, 100), got {self.steps!r}")
 
     def step_scale(self, shape) -> float:
-        rows, cols = shape[:2]
+        if len(shape) != 2:
+            return 1.0  # not a matrix: __call__ refuses it with a clear message
+        rows, cols = shape
         if self.adjust_lr == "original":
             return math.sqrt(max(1.0, rows / cols))
         if self.adjust_lr == "match_rms_adamw":
@@ -484,7 +510,8 @@ class QuadrupleOptimizer(torch.optim.Optimizer):
         track_diagnostics: also compute, at every step, the target velocity of the NAIM
             family and keep the last velocity, so that :meth:`diagnostics` and
             :meth:`extended_state` can report them. Off by default: it costs one more
-            metric evaluation per step and two parameter-sized buffers.
+            metric evaluation per step and two parameter-sized buffers, and the update is
+            then composed unfused (equal to the fused one up to rounding).
 
     The NAIM target manifold. The extended state is (x, u, memory), u = metric(direction)
     the velocity the step applies. The memory splits into a slow part (second moments,
@@ -508,15 +535,34 @@ class QuadrupleOptimizer(torch.optim.Optimizer):
         self.metric, self.transition, self.direction = metric, transition, direction
         self.lift = lift or Lift()
         self._step_scale = getattr(metric, "step_scale", None)  # a per-shape factor on η, if the metric has one
+        self._factored = getattr(direction, "factored", None) if getattr(metric, "homogeneous", False) else None
+        self._fused = getattr(metric, "apply", None)
         self.track_diagnostics = bool(track_diagnostics)
         self._trace: dict = {}  # param -> (velocity, target velocity) of the last step
         self._last: dict | None = None
         super().__init__(params, dict(lr=float(lr), weight_decay=float(weight_decay)))
 
+    def _velocity(self, g, state, t):
+        return self.metric(self.direction(g, state, t), state, t)
+
     def _target_velocity(self, g, state, t):
         equilibrium = getattr(self.transition, "equilibrium", None)
         fixed = {**state, **(equilibrium(g, state, t) if equilibrium else {})}
-        return self.metric(self.direction(g, fixed, t), fixed, t)
+        return self._velocity(g, fixed, t)
+
+    def _apply(self, p, g, state, t, alpha):
+        """p ← p + α · metric(direction(g)), without the copies that composition costs when
+        the parts allow it: a homogeneous metric takes the direction's scalar factor into α,
+        and a metric with a fused ``apply`` writes into p directly."""
+        if self._factored is not None:
+            v, c = self._factored(g, state, t)
+            alpha *= c
+        else:
+            v = self.direction(g, state, t)
+        if self._fused is not None:
+            self._fused(p, v, state, t, alpha)
+        else:
+            p.add_(self.metric(v, state, t), alpha=alpha)
 
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None):
@@ -543,13 +589,15 @@ class QuadrupleOptimizer(torch.optim.Optimizer):
                 if wd and not self.lift.decoupled:
                     g = g.add(p, alpha=wd)
                 self.transition.update(g, state, t)
-                u = self.metric(self.direction(g, state, t), state, t)
                 scale = self._step_scale(p.shape) if self._step_scale else 1.0
-                if sums is not None:
-                    self._record(sums, p, u, self._target_velocity(g, state, t), g, lr, scale)
                 if wd and self.lift.decoupled:
                     p.mul_(1.0 - lr * wd)
-                p.add_(u, alpha=-lr * scale)
+                if sums is not None:
+                    u = self._velocity(g, state, t)
+                    self._record(sums, p, u, self._target_velocity(g, state, t), g, lr, scale)
+                    p.add_(u, alpha=-lr * scale)
+                else:
+                    self._apply(p, g, state, t, -lr * scale)
         if sums is not None:
             sums["loss"] = None if loss is None else float(loss.detach() if torch.is_tensor(loss) else loss)
             self._last = sums

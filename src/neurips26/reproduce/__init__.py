@@ -54,3 +54,11 @@ register(
         target="neurips26.reproduce.rennala_nsgd:run",
     )
 )
+register(
+    Experiment(
+        slug="quadruple-optimizers",
+        paper="Optimizers as closed-loop controlled dynamical systems: the (M, g, Φ, η) quadruple and the NAIM family",
+        summary="SGD-momentum, AdamW, Lion, Shampoo and three new quadruple instances, tuned per task: quadratic and Rosenbrock diagnostics (contraction, Lyapunov), digits MLP, a char transformer on stdlib docstrings.",
+        target="neurips26.reproduce.quadruple_optimizers:run",
+    )
+)
