@@ -1,0 +1,12 @@
+"""Combinatorial optimization: RLNS (regularized large neighbourhood search) as an MCMC
+sampler over feasible solutions, and Fenchel–Young losses learned through it."""
+
+from .exact import (empirical_distribution, gibbs, is_irreducible, ksubset_log_partition, ksubset_marginals,
+                    tv_distance)
+from .fenchel_young import FenchelYoungLoss, exact_fenchel_young_ksubset
+from .problems import GeneralizedAssignment, KSubset
+from .rlns import RLNS, BruteForceLocalSolver, Entropic, Greedy, Perturbed, RandomBlock
+
+__all__ = ["RLNS", "RandomBlock", "BruteForceLocalSolver", "Entropic", "Perturbed", "Greedy", "KSubset",
+           "GeneralizedAssignment", "FenchelYoungLoss", "exact_fenchel_young_ksubset", "gibbs", "is_irreducible",
+           "tv_distance", "empirical_distribution", "ksubset_log_partition", "ksubset_marginals"]

@@ -1,0 +1,179 @@
+"""Combinatorial problems for RLNS: a feasible set of binary vectors y and a linear objective θᵀy.
+
+A problem tells the sampler three things, all vectorized over a batch of B chains:
+
+* ``n_vars``: the length of y; ``n_units`` and the unit a neighbourhood frees (a position
+  for k-subset, a job, with its m assignment variables, for generalized assignment), and
+  ``values_per_unit``, how many values a freed unit can take;
+* ``block_candidates(Y, S)``: every feasible state that agrees with Y[b] outside the units
+  S[b], as full binary states (B, C, n_vars), and a mask (B, C) of the feasible ones (the
+  brute-force local solver);
+* ``random_feasible(rng, B)`` and ``is_feasible(Y)``.
+
+The objective is maximized: the Gibbs distribution is p(y) ∝ exp(θᵀy / T). For a cost to
+minimize, pass θ = −cost.
+"""
+
+from __future__ import annotations
+
+import itertools
+from math import comb
+
+import numpy as np
+
+__all__ = ["KSubset", "GeneralizedAssignment"]
+
+
+def _check_units(S: np.ndarray, B: int, n_units: int) -> np.ndarray:
+    S = np.asarray(S)
+    if S.ndim != 2 or S.shape[0] != B:
+        raise ValueError(f"the neighbourhood must have shape (chains, size) = ({B}, size), got {S.shape}")
+    if S.size and (S.min() < 0 or S.max() >= n_units):
+        raise ValueError(f"neighbourhood units must be in [0, {n_units}), got {S.min()}..{S.max()}")
+    return S
+
+
+def _check_states(Y: np.ndarray, n_vars: int) -> np.ndarray:
+    Y = np.asarray(Y)
+    if Y.ndim != 2 or Y.shape[1] != n_vars:
+        raise ValueError(f"states must have shape (chains, {n_vars}), got {Y.shape}")
+    return Y
+
+
+class KSubset:
+    """Choose exactly k of n items: y ∈ {0, 1}ⁿ, Σy = k. A unit is one position."""
+
+    def __init__(self, n: int, k: int):
+        if not (isinstance(n, int) and isinstance(k, int) and 0 < k < n):
+            raise ValueError(f"need integers 0 < k < n, got n={n!r}, k={k!r}")
+        self.n, self.k = n, k
+        self.n_vars = self.n_units = n
+        self.values_per_unit = 2
+        self._patterns: dict[int, np.ndarray] = {}
+
+    def __repr__(self) -> str:
+        return f"KSubset(n={self.n}, k={self.k})"
+
+    def n_states(self) -> int:
+        return comb(self.n, self.k)
+
+    def is_feasible(self, Y) -> np.ndarray:
+        Y = _check_states(Y, self.n_vars)
+        return np.all((Y == 0) | (Y == 1), axis=1) & (Y.sum(axis=1) == self.k)
+
+    def random_feasible(self, rng: np.random.Generator, B: int) -> np.ndarray:
+        order = np.argsort(rng.random((B, self.n)), axis=1)
+        Y = np.zeros((B, self.n), dtype=np.int8)
+        np.put_along_axis(Y, order[:, : self.k], 1, axis=1)
+        return Y
+
+    def enumerate(self) -> np.ndarray:
+        """All C(n, k) feasible states, in lexicographic order of their chosen sets."""
+        out = np.zeros((self.n_states(), self.n), dtype=np.int8)
+        for row, chosen in enumerate(itertools.combinations(range(self.n), self.k)):
+            out[row, list(chosen)] = 1
+        return out
+
+    def _all_patterns(self, b: int) -> np.ndarray:
+        if b not in self._patterns:
+            self._patterns[b] = ((np.arange(2**b)[:, None] >> np.arange(b)) & 1).astype(np.int8)
+        return self._patterns[b]
+
+    def block_candidates(self, Y, S):
+        Y = _check_states(Y, self.n_vars)
+        S = _check_units(S, len(Y), self.n_units)
+        patterns = self._all_patterns(S.shape[1])  # (C, b)
+        count = np.take_along_axis(Y, S, axis=1).sum(axis=1)  # ones inside the block: kept
+        mask = patterns.sum(axis=1)[None, :] == count[:, None]
+        cands = np.repeat(Y[:, None, :], len(patterns), axis=1)
+        idx = np.broadcast_to(S[:, None, :], (len(Y), len(patterns), S.shape[1]))
+        np.put_along_axis(cands, idx, np.broadcast_to(patterns[None], idx.shape), axis=2)
+        return cands, mask
+
+
+class GeneralizedAssignment:
+    """Assign each of J jobs to one of m agents within capacities: Σ_j w[i, j]·x[i, j] ≤ c[i].
+
+    y is the flattened one-hot (J, m) matrix, y[j·m + i] = 1 when job j goes to agent i, so
+    θ has the same layout. A unit is one job (its m variables move together).
+    """
+
+    def __init__(self, weights, capacities):
+        w = np.asarray(weights, dtype=float)
+        c = np.asarray(capacities, dtype=float)
+        if w.ndim != 2 or c.shape != (w.shape[0],):
+            raise ValueError(f"weights must be (agents, jobs) and capacities (agents,), got {w.shape} and {c.shape}")
+        if not (np.all(np.isfinite(w)) and np.all(np.isfinite(c)) and np.all(w >= 0)):
+            raise ValueError("weights must be finite and >= 0, capacities finite")
+        self.weights, self.capacities = w, c
+        self.m, self.J = w.shape
+        self.n_vars, self.n_units = self.m * self.J, self.J
+        self.values_per_unit = self.m
+        self._patterns: dict[int, np.ndarray] = {}
+
+    def __repr__(self) -> str:
+        return f"GeneralizedAssignment(agents={self.m}, jobs={self.J})"
+
+    def assignment(self, Y) -> np.ndarray:
+        """(B, J) agent of each job."""
+        return _check_states(Y, self.n_vars).reshape(-1, self.J, self.m).argmax(axis=2)
+
+    def one_hot(self, A) -> np.ndarray:
+        A = np.asarray(A)
+        Y = np.zeros(A.shape + (self.m,), dtype=np.int8)
+        np.put_along_axis(Y, A[..., None], 1, axis=-1)
+        return Y.reshape(A.shape[:-1] + (self.n_vars,))
+
+    def loads(self, A) -> np.ndarray:
+        """(..., m) load of each agent under assignments A (..., J)."""
+        A = np.asarray(A)
+        onehot = A[..., None] == np.arange(self.m)  # (..., J, m)
+        return np.einsum("...jm,mj->...m", onehot, self.weights)
+
+    def is_feasible(self, Y) -> np.ndarray:
+        Y = _check_states(Y, self.n_vars)
+        blocks = Y.reshape(-1, self.J, self.m)
+        one_hot = np.all((Y == 0) | (Y == 1), axis=1) & np.all(blocks.sum(axis=2) == 1, axis=1)
+        return one_hot & np.all(self.loads(blocks.argmax(axis=2)) <= self.capacities + 1e-9, axis=1)
+
+    def enumerate(self) -> np.ndarray:
+        """All feasible states (m^J assignments filtered): for small instances."""
+        A = np.array(list(itertools.product(range(self.m), repeat=self.J)), dtype=np.int64)
+        A = A[np.all(self.loads(A) <= self.capacities + 1e-9, axis=1)]
+        return self.one_hot(A)
+
+    def random_feasible(self, rng: np.random.Generator, B: int, tries: int = 10_000) -> np.ndarray:
+        """Random feasible assignments: jobs in random order, each to a random agent with room
+        (first fit in random agent order), retried until every chain has one."""
+        out = np.zeros((B, self.n_vars), dtype=np.int8)
+        for b in range(B):
+            for _ in range(tries):
+                load = np.zeros(self.m)
+                A = np.full(self.J, -1)
+                for j in rng.permutation(self.J):
+                    for i in rng.permutation(self.m):
+                        if load[i] + self.weights[i, j] <= self.capacities[i] + 1e-9:
+                            A[j], load[i] = i, load[i] + self.weights[i, j]
+                            break
+                    else:
+                        break
+                if np.all(A >= 0):
+                    out[b] = self.one_hot(A[None])[0]
+                    break
+            else:
+                raise RuntimeError(f"no feasible assignment found in {tries} random tries: is the instance feasible?")
+        return out
+
+    def block_candidates(self, Y, S):
+        A = self.assignment(Y)
+        S = _check_units(S, len(A), self.n_units)
+        b = S.shape[1]
+        if b not in self._patterns:
+            self._patterns[b] = np.array(list(itertools.product(range(self.m), repeat=b)), dtype=np.int64)
+        patterns = self._patterns[b]  # (C, b) agents of the freed jobs
+        B, C = len(A), len(patterns)
+        cands = np.repeat(A[:, None, :], C, axis=1)
+        idx = np.broadcast_to(S[:, None, :], (B, C, b))
+        np.put_along_axis(cands, idx, np.broadcast_to(patterns[None], idx.shape), axis=2)
+        mask = np.all(self.loads(cands) <= self.capacities + 1e-9, axis=2)
+        return self.one_hot(cands), mask

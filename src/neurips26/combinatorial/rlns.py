@@ -1,0 +1,189 @@
+"""Regularized large neighbourhood search (RLNS) as an MCMC sampler over feasible solutions.
+
+Large neighbourhood search destroys part of a solution (a neighbourhood of units) and
+re-optimizes it with the rest held fixed. RLNS regularizes that local re-optimization:
+
+* ``Entropic(T)``: sample the block from the Gibbs distribution ∝ exp(θᵀy / T) restricted to
+  the feasible completions. The chain is then exact block Gibbs sampling: every step leaves
+  p(y) ∝ exp(θᵀy / T) on the feasible set invariant (detailed balance holds block by block).
+* ``Perturbed(σ, noise)``: add Gumbel or Gaussian noise to θ, then re-optimize the block
+  exactly (a perturbed local optimizer; the chain's stationary law is not Gibbs in general).
+* ``Greedy()``: plain LNS, the exact local argmax (a hill climber, not a sampler).
+
+Everything runs on a batch of B chains at once (numpy arrays (B, n_vars)); θ is one vector
+for all chains or one per chain (B, n_vars), which is what learning needs (one instance
+per chain group).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["RandomBlock", "BruteForceLocalSolver", "Entropic", "Perturbed", "Greedy", "RLNS"]
+
+
+@dataclass(frozen=True)
+class RandomBlock:
+    """Free ``size`` units drawn uniformly without replacement (every subset of that size
+    equally likely)."""
+
+    size: int
+
+    def __post_init__(self):
+        if not (isinstance(self.size, int) and self.size >= 1):
+            raise ValueError(f"neighbourhood size must be an int >= 1, got {self.size!r}")
+
+    def sample(self, problem, B: int, rng: np.random.Generator) -> np.ndarray:
+        if self.size > problem.n_units:
+            raise ValueError(f"neighbourhood size {self.size} exceeds the problem's {problem.n_units} units")
+        return np.argsort(rng.random((B, problem.n_units)), axis=1)[:, : self.size]
+
+
+@dataclass(frozen=True)
+class BruteForceLocalSolver:
+    """Enumerate every feasible completion of the block (the problem's ``block_candidates``);
+    exact for any regularizer. Refuses blocks with more than ``max_candidates`` completions
+    before allocating them."""
+
+    max_candidates: int = 4096
+
+    def candidates(self, problem, Y, S):
+        per_unit = problem.values_per_unit
+        if per_unit ** S.shape[1] > self.max_candidates:
+            raise ValueError(f"a block of {S.shape[1]} units has {per_unit}^{S.shape[1]} completions, more than "
+                             f"max_candidates={self.max_candidates}: use a smaller neighbourhood")
+        return problem.block_candidates(Y, S)
+
+
+def _scores(cands: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """(B, C) objective θᵀy of each candidate; θ is (n,) or (B, n)."""
+    if theta.ndim == 1:
+        return cands @ theta
+    return np.einsum("bcn,bn->bc", cands, theta)
+
+
+def _masked(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    return np.where(mask, scores, -np.inf)
+
+
+@dataclass(frozen=True)
+class Entropic:
+    """Sample the block from softmax(θᵀy / T) over the feasible completions."""
+
+    temperature: float = 1.0
+
+    def __post_init__(self):
+        if not self.temperature > 0:
+            raise ValueError(f"temperature must be > 0, got {self.temperature!r}")
+
+    def probabilities(self, cands, mask, theta) -> np.ndarray:
+        z = _masked(_scores(cands, theta) / self.temperature, mask)
+        z = z - z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        return p / p.sum(axis=1, keepdims=True)
+
+    def choose(self, cands, mask, theta, rng) -> np.ndarray:
+        z = _masked(_scores(cands, theta) / self.temperature, mask)
+        return np.argmax(z + rng.gumbel(size=z.shape), axis=1)  # Gumbel-max: an exact softmax draw
+
+
+@dataclass(frozen=True)
+class Perturbed:
+    """Re-optimize the block exactly for θ + σε, ε Gumbel or standard normal per variable
+    and per chain, drawn afresh at every step."""
+
+    scale: float = 1.0
+    noise: str = "gumbel"
+
+    def __post_init__(self):
+        if not self.scale >= 0:
+            raise ValueError(f"scale must be >= 0, got {self.scale!r}")
+        if self.noise not in ("gumbel", "gaussian"):
+            raise ValueError(f"noise must be 'gumbel' or 'gaussian', got {self.noise!r}")
+
+    def choose(self, cands, mask, theta, rng) -> np.ndarray:
+        B, _, n = cands.shape
+        eps = rng.gumbel(size=(B, n)) if self.noise == "gumbel" else rng.standard_normal((B, n))
+        return np.argmax(_masked(_scores(cands, theta + self.scale * eps), mask), axis=1)
+
+
+class Greedy:
+    """Plain LNS: the exact local argmax (ties to the first candidate)."""
+
+    def choose(self, cands, mask, theta, rng) -> np.ndarray:
+        return np.argmax(_masked(_scores(cands, theta), mask), axis=1)
+
+
+class RLNS:
+    """The RLNS chain: at every step free a neighbourhood, then let the regularizer pick the
+    block's new value among the local solver's feasible completions.
+
+    Args:
+        problem: a problem of :mod:`neurips26.combinatorial.problems` (or anything with the
+            same interface).
+        neighborhood: which units to free (default ``RandomBlock(2)``).
+        regularizer: ``Entropic`` (exact block Gibbs), ``Perturbed`` or ``Greedy``.
+        local_solver: the block re-optimizer (default brute force).
+    """
+
+    def __init__(self, problem, neighborhood=None, regularizer=None, local_solver=None):
+        self.problem = problem
+        self.neighborhood = neighborhood or RandomBlock(2)
+        self.regularizer = regularizer or Entropic(1.0)
+        self.local_solver = local_solver or BruteForceLocalSolver()
+
+    def _theta(self, theta, B) -> np.ndarray:
+        theta = np.asarray(theta, dtype=float)
+        n = self.problem.n_vars
+        if theta.shape not in ((n,), (B, n)):
+            raise ValueError(f"theta must have shape ({n},) or ({B}, {n}), got {theta.shape}")
+        if not np.all(np.isfinite(theta)):
+            raise ValueError("theta holds NaN or Inf")
+        return theta
+
+    def step(self, Y, theta, rng: np.random.Generator) -> np.ndarray:
+        """One move of every chain; returns the new states (B, n_vars)."""
+        Y = np.asarray(Y)
+        theta = self._theta(theta, len(Y))
+        S = self.neighborhood.sample(self.problem, len(Y), rng)
+        cands, mask = self.local_solver.candidates(self.problem, Y, S)
+        if not np.all(mask.any(axis=1)):
+            raise ValueError("a chain's current state is infeasible: its block has no feasible completion")
+        choice = self.regularizer.choose(cands, mask, theta, rng)
+        return cands[np.arange(len(Y)), choice]
+
+    def run(self, Y0, theta, steps: int, rng: np.random.Generator | int = 0, every: int = 0) -> np.ndarray | list:
+        """``steps`` moves from Y0. Returns the final states, or with ``every`` > 0 the list
+        of states after every ``every``-th step."""
+        rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
+        Y = np.asarray(Y0).copy()
+        if not np.all(self.problem.is_feasible(Y)):
+            raise ValueError("the starting states must be feasible")
+        kept = []
+        for t in range(1, steps + 1):
+            Y = self.step(Y, theta, rng)
+            if every and t % every == 0:
+                kept.append(Y)
+        return kept if every else Y
+
+    def transition_matrix(self, states: np.ndarray, theta) -> np.ndarray:
+        """The exact transition matrix P[i, j] = P(states[i] → states[j]) of the entropic
+        chain under a uniform block neighbourhood, by enumerating every neighbourhood: for
+        small instances (``states`` all feasible states, e.g. ``problem.enumerate()``)."""
+        import itertools
+
+        if not isinstance(self.regularizer, Entropic) or not isinstance(self.neighborhood, RandomBlock):
+            raise TypeError("the exact transition matrix is defined here for Entropic regularization over RandomBlock")
+        theta = self._theta(theta, 1)
+        index = {row.tobytes(): i for i, row in enumerate(np.asarray(states, dtype=np.int8))}
+        blocks = np.array(list(itertools.combinations(range(self.problem.n_units), self.neighborhood.size)))
+        P = np.zeros((len(states), len(states)))
+        for i, y in enumerate(states):
+            Y = np.repeat(np.asarray(y)[None], len(blocks), axis=0)
+            cands, mask = self.local_solver.candidates(self.problem, Y, blocks)
+            probs = self.regularizer.probabilities(cands, mask, theta) / len(blocks)
+            for b, c in zip(*np.nonzero(mask)):
+                P[i, index[cands[b, c].astype(np.int8).tobytes()]] += probs[b, c]
+        return P
