@@ -62,3 +62,11 @@ register(
         target="neurips26.reproduce.quadruple_optimizers:run",
     )
 )
+register(
+    Experiment(
+        slug="rlns",
+        paper="RLNS: regularized large neighborhood search as an MCMC sampler, with Fenchel-Young losses",
+        summary="Exactness of entropic RLNS (stationarity, TV distance); learning k-subset and type-D GAP costs with RLNS-FY vs PyEPO's perturbed FY with an exact solver vs two-stage; MILP vs RLNS scaling.",
+        target="neurips26.reproduce.rlns:run",
+    )
+)

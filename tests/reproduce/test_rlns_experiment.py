@@ -1,0 +1,47 @@
+"""The RLNS reproduction end to end at a tiny size (--quick takes about a minute)."""
+
+import math
+
+from neurips26 import reproduce
+from neurips26.reproduce import rlns as exp_mod
+from neurips26.reproduce import run_experiment
+
+TINY = dict(tv_samples=(200, 10, 2), ks_train=20, ks_test=10, gap_size=(3, 6), gap_train=6, gap_test=4, epochs=2,
+            gap_epochs=1, scaling=((3, 6), (4, 8)), time_limit=5.0, seeds=(0,), rlns_steps=2, chains=4, pfy_samples=2)
+
+
+def test_rlns_experiment_contract(monkeypatch, tmp_path):
+    monkeypatch.setitem(exp_mod.SIZES, True, TINY)
+    out = run_experiment(reproduce.get("rlns"), tmp_path, seed=0, quick=True)
+    m = out["metrics"]
+    assert set(m["learning"]) == {"k-subset", "gap"}
+    for task in m["learning"].values():
+        assert set(task) == set(exp_mod.METHODS)
+        assert task["rlns-fy"]["global_solver_calls"] == 0
+        assert task["two-stage"]["global_solver_calls"] == 0
+    # PyEPO's loss calls the exact solver once per perturbation sample per instance and step
+    ks = m["learning"]["k-subset"]["pfy-exact"]["global_solver_calls"]
+    assert ks == TINY["epochs"] * TINY["ks_train"] * TINY["pfy_samples"]
+    for check in m["exactness"].values():
+        assert check["irreducible"] and check["stationarity_residual"] < 1e-12
+    assert out["claims"][0]["holds"]
+    for claim in out["claims"]:
+        assert math.isfinite(claim["ours"]) and math.isfinite(claim["baseline"])
+    for png in ("regret.png", "scaling.png"):
+        assert (tmp_path / "rlns" / png).exists()
+
+
+def test_gap_instances_are_type_d_and_the_milp_is_optimal():
+    import itertools
+
+    import numpy as np
+
+    inst = exp_mod.GapInstance(np.random.default_rng(0), 3, 5)
+    assert np.all((inst.w >= 1) & (inst.w <= 100))
+    assert np.allclose(inst.cap, np.floor(0.8 * inst.w.sum(1) / 3))
+    y = inst.solve(inst.cost.reshape(-1))
+    assert inst.problem.is_feasible(y[None])[0]
+    # brute force over all 3^5 assignments
+    best = min(sum(inst.cost[j, a[j]] for j in range(5)) for a in itertools.product(range(3), repeat=5)
+               if np.all(inst.problem.loads(np.array(a)) <= inst.cap))
+    assert abs(float(inst.cost.reshape(-1) @ y) - best) < 1e-6
