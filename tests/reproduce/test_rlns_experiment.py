@@ -6,15 +6,15 @@ from neurips26 import reproduce
 from neurips26.reproduce import rlns as exp_mod
 from neurips26.reproduce import run_experiment
 
-TINY = dict(tv_samples=(200, 10, 2), ks_train=20, ks_test=10, gap_size=(3, 6), gap_train=6, gap_test=4, epochs=2,
-            gap_epochs=1, scaling=((3, 6), (4, 8)), time_limit=5.0, seeds=(0,), rlns_steps=2, chains=4, pfy_samples=2)
+TINY = dict(vsp_tasks=8, vsp_train=3, vsp_test=2, vsp_epochs=1, vsp_chains=2, tv_samples=(200, 10, 2), ks_train=20, ks_test=10, gap_size=(3, 6), gap_train=6, gap_test=4, epochs=2,
+            gap_epochs=1, scaling=((3, 6), (4, 8)), time_limit=5.0, gap_large=(3, 7), gap_large_train=3, gap_large_test=2, seeds=(0,), rlns_steps=2, chains=4, pfy_samples=2)
 
 
 def test_rlns_experiment_contract(monkeypatch, tmp_path):
     monkeypatch.setitem(exp_mod.SIZES, True, TINY)
     out = run_experiment(reproduce.get("rlns"), tmp_path, seed=0, quick=True)
     m = out["metrics"]
-    assert set(m["learning"]) == {"k-subset", "gap"}
+    assert set(m["learning"]) == {"k-subset", "gap", "vsp"}
     for task in m["learning"].values():
         assert set(task) == set(exp_mod.METHODS)
         assert task["rlns-fy"]["global_solver_calls"] == 0
@@ -29,6 +29,19 @@ def test_rlns_experiment_contract(monkeypatch, tmp_path):
         assert math.isfinite(claim["ours"]) and math.isfinite(claim["baseline"])
     for png in ("regret.png", "scaling.png"):
         assert (tmp_path / "rlns" / png).exists()
+
+
+def test_vsp_true_cost_propagates_delays_along_routes():
+    import numpy as np
+
+    inst = exp_mod.VspInstance(np.random.default_rng(1), n_tasks=6, scenarios=5)
+    y = inst.optimal
+    assert inst.problem.is_feasible(y[None])[0]
+    # one vehicle per task: no propagation, cost = vehicles + depot travel + own delays
+    solo = inst.problem.random_feasible(np.random.default_rng(0), 1)[0]
+    assert abs(inst.true_cost(solo) - (6 * 110 + 6 * 10 + 2 * inst.delays.sum(1).mean())) < 1e-9
+    # propagated delays only add cost: a route's true cost is at least its linear part's fixed share
+    assert inst.true_cost(y) >= float(inst.travel[y.astype(bool)].sum()) + 2 * inst.delays.sum(1).mean() - 1e-9
 
 
 def test_gap_instances_are_type_d_and_the_milp_is_optimal():

@@ -21,7 +21,7 @@ from math import comb
 
 import numpy as np
 
-__all__ = ["KSubset", "GeneralizedAssignment"]
+__all__ = ["KSubset", "GeneralizedAssignment", "VehicleScheduling"]
 
 
 def _check_units(S: np.ndarray, B: int, n_units: int) -> np.ndarray:
@@ -89,6 +89,14 @@ class KSubset:
         idx = np.broadcast_to(S[:, None, :], (len(Y), len(patterns), S.shape[1]))
         np.put_along_axis(cands, idx, np.broadcast_to(patterns[None], idx.shape), axis=2)
         return cands, mask
+
+
+    def block_milp(self, y, units):
+        """The block subproblem of one state as a MILP: (free variable indices, the
+        constraints on them as (A, lower, upper)); here Σ_{i∈block} y_i = the block's count."""
+        units = np.asarray(units)
+        count = float(np.asarray(y)[units].sum())
+        return units, [(np.ones((1, len(units))), count, count)]
 
 
 class GeneralizedAssignment:
@@ -177,3 +185,98 @@ class GeneralizedAssignment:
         np.put_along_axis(cands, idx, np.broadcast_to(patterns[None], idx.shape), axis=2)
         mask = np.all(self.loads(cands) <= self.capacities + 1e-9, axis=2)
         return self.one_hot(cands), mask
+
+    def block_milp(self, y, units):
+        """The block subproblem of one state as a MILP over the freed jobs' m variables
+        each: one agent per freed job, and each agent's capacity minus the load of the jobs
+        that stay."""
+        units = np.asarray(units)
+        A = self.assignment(np.asarray(y)[None])[0]
+        stay = np.ones(self.J, dtype=bool)
+        stay[units] = False
+        residual = self.capacities - self.loads(np.where(stay, A, -1)[None])[0]
+        free = (units[:, None] * self.m + np.arange(self.m)[None, :]).reshape(-1)  # job-major variables
+        b = len(units)
+        one_agent = np.kron(np.eye(b), np.ones(self.m))
+        capacity = np.zeros((self.m, b * self.m))
+        for i in range(self.m):
+            capacity[i, i::self.m] = self.weights[i, units]
+        return free, [(one_agent, 1.0, 1.0), (capacity, -np.inf, residual + 1e-9)]
+
+
+class VehicleScheduling:
+    """Path covers of a task graph: every task gets exactly one predecessor (another task or
+    the depot) and one successor (another task or the depot), along given arcs.
+
+    ``arcs`` is a list of (tail, head): tail a task index or ``SOURCE`` (−1), head a task
+    index or ``SINK`` (−2); a task needs at least its source and its sink arc. y has one
+    binary per arc. A unit is a task: a neighbourhood frees every arc touching its tasks,
+    and the source / sink arcs of their current neighbours, and re-optimizes them keeping
+    every degree at one. The subproblem is a MILP (use ``MILPLocalSolver``); its feasible
+    completions are not enumerated, so entropic sampling is not offered here.
+    """
+
+    SOURCE, SINK = -1, -2
+
+    def __init__(self, n_tasks: int, arcs):
+        arcs = np.asarray(arcs, dtype=np.int64)
+        if arcs.ndim != 2 or arcs.shape[1] != 2:
+            raise ValueError(f"arcs must be (n_arcs, 2) pairs (tail, head), got shape {arcs.shape}")
+        tails, heads = arcs[:, 0], arcs[:, 1]
+        if np.any((tails < -1) | (tails >= n_tasks)) or np.any(((heads < 0) & (heads != -2)) | (heads >= n_tasks)):
+            raise ValueError("arc tails must be tasks or SOURCE (-1), heads tasks or SINK (-2)")
+        for t in range(n_tasks):
+            if not np.any((tails == -1) & (heads == t)) or not np.any((tails == t) & (heads == -2)):
+                raise ValueError(f"task {t} needs its source arc (-1, {t}) and its sink arc ({t}, -2)")
+        self.n_tasks, self.arcs = n_tasks, arcs
+        self.n_vars, self.n_units = len(arcs), n_tasks
+        self.values_per_unit = None  # not enumerable
+        # incidence: in_of[t] / out_of[t] list the arcs entering / leaving task t
+        self.into = np.zeros((n_tasks, len(arcs)))
+        self.out = np.zeros((n_tasks, len(arcs)))
+        self.into[heads[heads >= 0], np.nonzero(heads >= 0)[0]] = 1
+        self.out[tails[tails >= 0], np.nonzero(tails >= 0)[0]] = 1
+
+    def __repr__(self) -> str:
+        return f"VehicleScheduling(tasks={self.n_tasks}, arcs={len(self.arcs)})"
+
+    def is_feasible(self, Y) -> np.ndarray:
+        Y = _check_states(Y, self.n_vars)
+        binary = np.all((Y == 0) | (Y == 1), axis=1)
+        return binary & np.all(Y @ self.into.T == 1, axis=1) & np.all(Y @ self.out.T == 1, axis=1)
+
+    def random_feasible(self, rng: np.random.Generator, B: int) -> np.ndarray:
+        """One vehicle per task (always feasible)."""
+        y = ((self.arcs[:, 0] == -1) | (self.arcs[:, 1] == -2)).astype(np.int8)
+        return np.repeat(y[None], B, axis=0)
+
+    def block_candidates(self, Y, S):
+        raise TypeError("vehicle scheduling blocks are re-optimized by MILP: use MILPLocalSolver with an argmax "
+                        "regularizer (Perturbed or Greedy)")
+
+    def milp(self):
+        """The global problem's constraints as (A, lower, upper) triples: all degrees one."""
+        return [(self.into, 1.0, 1.0), (self.out, 1.0, 1.0)]
+
+    def block_milp(self, y, units):
+        y = np.asarray(y)
+        tails, heads = self.arcs[:, 0], self.arcs[:, 1]
+        U = np.zeros(self.n_tasks, dtype=bool)
+        U[np.asarray(units)] = True
+        touching = (tails >= 0) & U[np.maximum(tails, 0)] | (heads >= 0) & U[np.maximum(heads, 0)]
+        used = y.astype(bool)
+        # the current neighbours of the block: their arcs into / out of the block are freed,
+        # so their depot arcs are freed too (a neighbour may become a route's end or start)
+        nbr = np.zeros(self.n_tasks, dtype=bool)
+        nbr[heads[used & touching & (heads >= 0)]] = True
+        nbr[tails[used & touching & (tails >= 0)]] = True
+        depot = ((tails == -1) & nbr[np.maximum(heads, 0)] & (heads >= 0)) | \
+                ((heads == -2) & nbr[np.maximum(tails, 0)] & (tails >= 0))
+        free = np.nonzero(touching | depot)[0]
+        fixed = np.setdiff1d(np.arange(self.n_vars), free)
+        constraints = []
+        for inc in (self.into, self.out):
+            rows = np.nonzero(inc[:, free].any(axis=1))[0]
+            rhs = 1.0 - inc[np.ix_(rows, fixed)] @ y[fixed]
+            constraints.append((inc[np.ix_(rows, free)], rhs, rhs))
+        return free, constraints

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["RandomBlock", "BruteForceLocalSolver", "Entropic", "Perturbed", "Greedy", "RLNS"]
+__all__ = ["RandomBlock", "BruteForceLocalSolver", "MILPLocalSolver", "Entropic", "Perturbed", "Greedy", "RLNS"]
 
 
 @dataclass(frozen=True)
@@ -51,10 +51,46 @@ class BruteForceLocalSolver:
 
     def candidates(self, problem, Y, S):
         per_unit = problem.values_per_unit
-        if per_unit ** S.shape[1] > self.max_candidates:
+        if per_unit is not None and per_unit ** S.shape[1] > self.max_candidates:
             raise ValueError(f"a block of {S.shape[1]} units has {per_unit}^{S.shape[1]} completions, more than "
                              f"max_candidates={self.max_candidates}: use a smaller neighbourhood")
         return problem.block_candidates(Y, S)
+
+    def argmax(self, problem, Y, S, theta):
+        """The exact block optimum of θᵀy for every chain (θ (n,) or (B, n))."""
+        cands, mask = self.candidates(problem, Y, S)
+        choice = np.argmax(np.where(mask, _scores(cands, theta), -np.inf), axis=1)
+        return cands[np.arange(len(Y)), choice]
+
+
+@dataclass(frozen=True)
+class MILPLocalSolver:
+    """Re-optimize the block exactly with HiGHS (``scipy.optimize.milp``) on the problem's
+    ``block_milp`` formulation, one chain at a time: for blocks too large to enumerate.
+    It returns the optimum only, so it serves the argmax regularizers (``Perturbed``,
+    ``Greedy``); entropic sampling needs the enumeration of :class:`BruteForceLocalSolver`."""
+
+    time_limit: float | None = None
+
+    def candidates(self, problem, Y, S):
+        raise TypeError("MILPLocalSolver returns the block optimum only; Entropic sampling needs "
+                        "BruteForceLocalSolver's enumeration")
+
+    def argmax(self, problem, Y, S, theta):
+        from scipy.optimize import Bounds, LinearConstraint, milp
+
+        Y = np.asarray(Y)
+        out = Y.copy()
+        options = {"time_limit": self.time_limit} if self.time_limit else {}
+        for b in range(len(Y)):
+            th = theta if theta.ndim == 1 else theta[b]
+            free, constraints = problem.block_milp(Y[b], S[b])
+            res = milp(-th[free], integrality=np.ones(len(free)), bounds=Bounds(0, 1),
+                       constraints=[LinearConstraint(A, lo, hi) for A, lo, hi in constraints], options=options)
+            if res.x is None:
+                raise RuntimeError(f"the block MILP failed: {res.message}")
+            out[b, free] = np.round(res.x).astype(out.dtype)
+        return out
 
 
 def _scores(cands: np.ndarray, theta: np.ndarray) -> np.ndarray:
@@ -103,17 +139,18 @@ class Perturbed:
         if self.noise not in ("gumbel", "gaussian"):
             raise ValueError(f"noise must be 'gumbel' or 'gaussian', got {self.noise!r}")
 
-    def choose(self, cands, mask, theta, rng) -> np.ndarray:
-        B, _, n = cands.shape
+    def perturb(self, theta, B: int, rng) -> np.ndarray:
+        """(B, n): θ + σε, the objective each chain's local solver maximizes this step."""
+        n = theta.shape[-1]
         eps = rng.gumbel(size=(B, n)) if self.noise == "gumbel" else rng.standard_normal((B, n))
-        return np.argmax(_masked(_scores(cands, theta + self.scale * eps), mask), axis=1)
+        return theta + self.scale * eps
 
 
 class Greedy:
     """Plain LNS: the exact local argmax (ties to the first candidate)."""
 
-    def choose(self, cands, mask, theta, rng) -> np.ndarray:
-        return np.argmax(_masked(_scores(cands, theta), mask), axis=1)
+    def perturb(self, theta, B: int, rng) -> np.ndarray:
+        return theta
 
 
 class RLNS:
@@ -125,7 +162,8 @@ class RLNS:
             same interface).
         neighborhood: which units to free (default ``RandomBlock(2)``).
         regularizer: ``Entropic`` (exact block Gibbs), ``Perturbed`` or ``Greedy``.
-        local_solver: the block re-optimizer (default brute force).
+        local_solver: the block re-optimizer: ``BruteForceLocalSolver`` (default; any
+            regularizer) or ``MILPLocalSolver`` (HiGHS, for large blocks; argmax regularizers).
     """
 
     def __init__(self, problem, neighborhood=None, regularizer=None, local_solver=None):
@@ -148,6 +186,8 @@ class RLNS:
         Y = np.asarray(Y)
         theta = self._theta(theta, len(Y))
         S = self.neighborhood.sample(self.problem, len(Y), rng)
+        if hasattr(self.regularizer, "perturb"):  # an argmax regularizer: the local solver optimizes
+            return self.local_solver.argmax(self.problem, Y, S, self.regularizer.perturb(theta, len(Y), rng))
         cands, mask = self.local_solver.candidates(self.problem, Y, S)
         if not np.all(mask.any(axis=1)):
             raise ValueError("a chain's current state is infeasible: its block has no feasible completion")
