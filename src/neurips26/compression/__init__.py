@@ -1,10 +1,14 @@
-"""Model compression and post-hoc editing: POME (and, later, MXFP4 / MoE quantization)."""
+"""Model compression and post-hoc editing: POME, and MXFP4 quantization (exact to the OCP MX spec)."""
 
 from .pome import DEFAULT_TARGETS, PomeReport, apply_pome, match_targets, pome_delta, resolve_rank
+from .mxfp4 import MXFP4Tensor, fake_quantize_mxfp4, quantize_mxfp4
 from .pome_io import pome_checkpoint
 
 __all__ = [
     "DEFAULT_TARGETS",
+    "MXFP4Tensor",
+    "fake_quantize_mxfp4",
+    "quantize_mxfp4",
     "PomeReport",
     "apply_pome",
     "match_targets",
