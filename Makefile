@@ -28,6 +28,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_doco.py --out benchmarks/RESULTS_doco.md
 	$(PY) benchmarks/bench_pome.py --out benchmarks/RESULTS.md
 	$(PY) benchmarks/bench_quadruple.py --out benchmarks/RESULTS_quadruple.md
+	$(PY) benchmarks/bench_mxfp4.py --out benchmarks/RESULTS_mxfp4.md
 
 clean:
 	rm -rf $(VENV) runs build src/*.egg-info

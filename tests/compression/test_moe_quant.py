@@ -226,3 +226,15 @@ def test_residual_initialised_adapter_is_the_compensated_weight():
     assert torch.allclose(out[2], W[2], atol=1e-5)  # full rank: the residual is restored
     S = torch.linalg.svdvals((W[1] - Q[1]).double())
     assert abs(float(torch.linalg.norm((W[1] - out[1]).double()) ** 2) - float((S[2:] ** 2).sum())) < 1e-6
+
+
+def test_margin_diagnostic_never_reports_more_flips_than_the_bound_allows():
+    from neurips26.compression.moe_quant import margin_diagnostic
+
+    gen = torch.Generator().manual_seed(7)
+    ref = torch.randn(5000, 8, generator=gen)
+    for scale in (0.01, 0.1, 1.0):
+        d = margin_diagnostic(ref, ref + scale * torch.randn(5000, 8, generator=gen), 2)
+        assert d["measured_flip"] <= d["predicted_flip"]
+        assert d["margin_q10"] <= d["margin_q50"] <= d["margin_q90"]
+    assert margin_diagnostic(ref, ref, 2)["measured_flip"] == 0.0

@@ -42,5 +42,5 @@ def test_tuning_extends_past_an_edge_and_refines():
 
 
 def test_stdlib_text_is_deterministic_ascii():
-    a, b = exp_mod.stdlib_text(), exp_mod.stdlib_text()
+    a, b = exp_mod.stdlib_text(), exp_mod.stdlib_text()  # re-exported from _common
     assert a == b and len(a) > 50_000 and max(a) < 128

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 __all__ = ["MoEBlock", "find_moe_blocks", "route_weights", "record_routes", "replay_routes", "router_margins",
-           "routing_agreement", "allocate_ranks", "low_rank_compensation", "QuantizedExpertsWithAdapter",
+           "routing_agreement", "margin_diagnostic", "allocate_ranks", "low_rank_compensation", "QuantizedExpertsWithAdapter",
            "prepare_qat", "replay_schedule", "RouteReplay"]
 
 
@@ -137,7 +137,12 @@ class RouteReplay:
         return hook
 
     def rewind(self):
-        self._pos = dict.fromkeys(self._pos, 0)
+        self.seek(0)
+
+    def seek(self, call: int):
+        """Continue from the ``call``-th recorded call (the batch index when one forward
+        per batch was recorded)."""
+        self._pos = dict.fromkeys(self._pos, int(call))
 
     def remove(self):
         for h in self._handles:
@@ -161,6 +166,21 @@ def router_margins(logits: torch.Tensor, k: int) -> torch.Tensor:
         raise ValueError(f"need 0 < k < number of experts, got k={k}, E={logits.shape[-1]}")
     top = logits.topk(k + 1, dim=-1).values
     return top[..., k - 1] - top[..., k]
+
+
+def margin_diagnostic(ref_logits: torch.Tensor, new_logits: torch.Tensor, k: int) -> dict:
+    """How well the margin bound predicts routing flips between two routers' logits on the
+    same tokens: ``predicted_flip`` is the fraction of tokens the bound cannot certify
+    (2·max|Δs| ≥ m), ``measured_flip`` the fraction whose top-k set changed; the bound
+    guarantees measured ≤ predicted. Also margin quantiles (10 %, 50 %, 90 %)."""
+    m = router_margins(ref_logits.float(), k)
+    delta = (new_logits.float() - ref_logits.float()).abs().amax(dim=-1)
+    a = ref_logits.topk(k).indices.sort(-1).values
+    b = new_logits.topk(k).indices.sort(-1).values
+    q = torch.quantile(m, torch.tensor([0.1, 0.5, 0.9]))
+    return {"predicted_flip": float((2 * delta >= m).float().mean()),
+            "measured_flip": float((a != b).any(-1).float().mean()),
+            "margin_q10": float(q[0]), "margin_q50": float(q[1]), "margin_q90": float(q[2])}
 
 
 def routing_agreement(ref: torch.Tensor, other: torch.Tensor) -> dict:
@@ -244,9 +264,10 @@ class QuantizedExpertsWithAdapter(torch.nn.Module):
 
 def prepare_qat(model: torch.nn.Module, ranks: dict | int = 4, init: str = "zeros", scale_mode: str = "floor"):
     """Fake-quantize every MoE block's experts to MXFP4 and give them trainable adapters;
-    freeze everything else (routers included). ``ranks``: one int for every expert, or per
-    block name a list of per-expert ranks (from :func:`allocate_ranks`). Returns the
-    adapter parameters (what the optimizer should get)."""
+    freeze everything else (routers included). ``ranks``: one int for every expert, or a
+    dict of per-expert rank lists (from :func:`allocate_ranks`) keyed by block name or by
+    ``"{block}.gate_up_proj"`` / ``"{block}.down_proj"``. Returns the adapter parameters
+    (what the optimizer should get)."""
     from torch.nn.utils import parametrize
 
     blocks = find_moe_blocks(model)
@@ -254,8 +275,15 @@ def prepare_qat(model: torch.nn.Module, ranks: dict | int = 4, init: str = "zero
         p.requires_grad_(False)
     adapters = []
     for b in blocks:
-        per_expert = [ranks] * b.num_experts if isinstance(ranks, int) else ranks[b.name]
         for pname in ("gate_up_proj", "down_proj"):
+            if isinstance(ranks, int):
+                per_expert = [ranks] * b.num_experts
+            elif f"{b.name}.{pname}" in ranks:
+                per_expert = ranks[f"{b.name}.{pname}"]
+            elif b.name in ranks:
+                per_expert = ranks[b.name]
+            else:
+                raise KeyError(f"no ranks given for {b.name} ({pname})")
             param = getattr(b.experts, pname)
             adapter = QuantizedExpertsWithAdapter(param, per_expert, init, scale_mode)
             parametrize.register_parametrization(b.experts, pname, adapter, unsafe=True)

@@ -30,10 +30,6 @@ __all__ = ["MXFP4Tensor", "quantize_mxfp4", "fake_quantize_mxfp4", "E2M1_VALUES"
 E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 _E2M1_MAX_POW2 = 2
 _NAN_SCALE = 255
-# Between consecutive E2M1 magnitudes: a value above a threshold rounds up; a value on it
-# rounds to the even encoding (codes 2, 4, 6 are even: 0.75, 1.75 and 3.5 round up).
-_THRESHOLDS = (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0)
-_TIE_UP = (False, True, False, True, False, True, False)
 
 
 @dataclass(frozen=True)
@@ -88,12 +84,15 @@ def _scale_codes(amax: torch.Tensor, mode: str) -> torch.Tensor:
 
 
 def _round_e2m1(q: torch.Tensor) -> torch.Tensor:
-    """4-bit codes of the nearest E2M1 values to q (ties to even), saturating at ±6."""
+    """4-bit codes of the nearest E2M1 values to q (ties to even), saturating at ±6.
+
+    E2M1 is evenly spaced per binade: steps of 0.5 below 2 (codes 0–4), of 1 in [2, 4]
+    (codes 4–6), of 2 above (codes 6–7). torch.round rounds half to even, and on each
+    segment an even rounded value is an even code, so one round per segment is the
+    specification's round-to-nearest-even."""
     a = q.abs()
-    code = torch.zeros(q.shape, dtype=torch.uint8, device=q.device)
-    for t, up in zip(_THRESHOLDS, _TIE_UP):
-        code += ((a >= t) if up else (a > t)).to(torch.uint8)
-    code = torch.where(torch.isnan(q), torch.zeros_like(code), code)
+    code = torch.where(a < 2, torch.round(2 * a), torch.where(a < 4, torch.round(a) + 2, torch.round(a / 2) + 4))
+    code = torch.nan_to_num(code, nan=0.0).clamp_(max=7).to(torch.uint8)
     return code | (torch.signbit(q).to(torch.uint8) << 3)
 
 
@@ -120,8 +119,10 @@ def quantize_mxfp4(x: torch.Tensor, block: int = 32, scale_mode: str = "floor") 
     amax = blocks.abs().amax(dim=-1)
     # amax is NaN when a NaN is in the block (amax propagates NaN)
     codes = _scale_codes(amax, scale_mode)
-    e = codes.to(torch.float64) - 127.0
-    q = blocks.to(torch.float64) * torch.exp2(-e)[..., None]  # exact: a power-of-two rescaling in float64
+    # x · 2^−e by exponent arithmetic: exact in float32 unless the result underflows below
+    # 2^−126, and every such value rounds to the code 0 anyway
+    e = codes.to(torch.int32) - 127
+    q = torch.ldexp(blocks, (-e)[..., None].to(torch.float32))
     elems = _round_e2m1(q).reshape(*shape[:-1], -1)
     packed = elems[..., 0::2] | (elems[..., 1::2] << 4)
     return MXFP4Tensor(packed.contiguous(), codes.contiguous(), shape, block)

@@ -70,3 +70,11 @@ register(
         target="neurips26.reproduce.rlns:run",
     )
 )
+register(
+    Experiment(
+        slug="moe-mxfp4",
+        paper="Quantizing MoE models to MXFP4: limited routing replay QAT and load-aware low-rank compensation",
+        summary="Tiny Mixtral / Qwen3-MoE / DeepSeek-V3 pretrained on stdlib docstrings: perplexity and routing agreement for BF16, MXFP4 RTN, uniform and load-aware compensation, QAT with and without replay.",
+        target="neurips26.reproduce.moe_mxfp4:run",
+    )
+)

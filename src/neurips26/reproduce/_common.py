@@ -1,9 +1,13 @@
 """Helpers shared by experiments: a character tokenizer, procedural text, a small
-causal-LM training loop, teacher-forced exact-match evaluation."""
+causal-LM training loop, teacher-forced exact-match evaluation, and offline text (the
+standard library's docstrings)."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import random
+import warnings
 import string
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
@@ -128,3 +132,30 @@ def split_unique(items: Sequence[QA], sizes: Sequence[int], rng: random.Random) 
         out.append(uniq[at : at + n])
         at += n
     return out
+
+
+STDLIB_MODULES = ("argparse", "bisect", "collections", "csv", "dataclasses", "decimal", "difflib", "enum",
+                  "fractions", "functools", "heapq", "inspect", "itertools", "json", "pathlib", "random", "re",
+                  "statistics", "string", "textwrap", "typing", "unittest")
+
+
+def stdlib_text() -> bytes:
+    """The docstrings of a fixed list of standard-library modules and their public members,
+    in a fixed order, as ASCII bytes."""
+    parts = []
+    for mod_name in STDLIB_MODULES:
+        with warnings.catch_warnings():  # typing's deprecated io/re submodules warn when inspected
+            warnings.simplefilter("ignore", DeprecationWarning)
+            parts += _docstrings(importlib.import_module(mod_name))
+    return "\n\n".join(parts).encode("ascii", errors="ignore")
+
+
+def _docstrings(mod) -> list[str]:
+    """The module's docstring, then its public classes' and functions' by name."""
+    parts = [inspect.getdoc(mod) or ""]
+    for name, obj in sorted(vars(mod).items()):
+        if not name.startswith("_") and (inspect.isclass(obj) or inspect.isfunction(obj)):
+            doc = inspect.getdoc(obj)
+            if doc:
+                parts.append(doc)
+    return parts

@@ -18,10 +18,7 @@ Also measured: each classical quadruple's maximum relative deviation from its re
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import math
-import warnings
 
 import numpy as np
 import torch
@@ -29,6 +26,7 @@ import torch
 from neurips26.optim import (quadruple_adam, quadruple_adamw, quadruple_aligned, quadruple_lion, quadruple_muon,
                              quadruple_sgd, quadruple_shampoo, quadruple_spectral, quadruple_tracking)
 
+from ._common import STDLIB_MODULES, stdlib_text
 from ._harness import RunContext
 
 NEW = ("spectral", "tracking", "aligned")
@@ -176,33 +174,6 @@ def run_digits(data, name: str, lr: float, steps: int, seed: int) -> dict:
 
 
 # --- (c) a character-level transformer on the standard library's docstrings ----------------
-
-STDLIB_MODULES = ("argparse", "bisect", "collections", "csv", "dataclasses", "decimal", "difflib", "enum",
-                  "fractions", "functools", "heapq", "inspect", "itertools", "json", "pathlib", "random", "re",
-                  "statistics", "string", "textwrap", "typing", "unittest")
-
-
-def stdlib_text() -> bytes:
-    """The docstrings of a fixed list of standard-library modules and their public members,
-    in a fixed order, as ASCII bytes."""
-    parts = []
-    for mod_name in STDLIB_MODULES:
-        with warnings.catch_warnings():  # typing's deprecated io/re submodules warn when inspected
-            warnings.simplefilter("ignore", DeprecationWarning)
-            parts += _docstrings(importlib.import_module(mod_name))
-    return "\n\n".join(parts).encode("ascii", errors="ignore")
-
-
-def _docstrings(mod) -> list[str]:
-    """The module's docstring, then its public classes' and functions' by name."""
-    parts = [inspect.getdoc(mod) or ""]
-    for name, obj in sorted(vars(mod).items()):
-        if not name.startswith("_") and (inspect.isclass(obj) or inspect.isfunction(obj)):
-            doc = inspect.getdoc(obj)
-            if doc:
-                parts.append(doc)
-    return parts
-
 
 class TinyTransformer(torch.nn.Module):
     def __init__(self, vocab: int, width: int, context: int, layers: int = 2, heads: int = 4):
