@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import platform
-import time
 import warnings
 
 import torch
@@ -16,15 +15,7 @@ import torch
 from neurips26._atomic import atomic_write_text
 from neurips26.compression import quantize_mxfp4
 
-
-def best_of(fn, repeats=3):
-    fn()
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+from _timing import best_of
 
 
 def main() -> None:

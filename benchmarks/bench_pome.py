@@ -22,15 +22,7 @@ from neurips26._atomic import atomic_open, atomic_write_text
 from neurips26.compression import pome_delta
 from neurips26.compression.safetensors_io import StreamingWriter
 
-
-def _time(fn, repeats: int) -> float:
-    fn()  # warm-up
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+from _timing import best_of
 
 
 def _low_rank_plus_noise(m: int, n: int, rank: int, seed: int) -> torch.Tensor:
@@ -49,7 +41,7 @@ def bench_delta(shapes, ks, repeats):
                 if method == "full" and k != ks[0]:
                     # The full SVD costs the same whatever k; time it once per shape.
                     continue
-                t = _time(lambda: pome_delta(d, rank=k, svd_method=method), repeats)
+                t = best_of(lambda: pome_delta(d, rank=k, svd_method=method), repeats)
                 rows.append((f"{m}x{n}", k if method == "randomized" else "any", method, t))
     return rows
 
