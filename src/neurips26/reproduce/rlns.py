@@ -181,7 +181,7 @@ class CountingSolver:
             self.seconds += time.perf_counter() - t
 
 
-def train(method: str, X, theta_true, Y, make_loss, epochs: int, seed: int, batch: int = 16, lr: float = 1e-2):
+def train(method: str, X, make_loss, epochs: int, seed: int, batch: int = 16, lr: float = 1e-2):
     """Train an ItemModel; ``make_loss(method)`` returns loss(theta_hat, idx) for a batch."""
     torch.manual_seed(seed)
     model = ItemModel(X.shape[-1]).double()
@@ -222,7 +222,7 @@ def run_ksubset(cfg, seed: int, n: int = 25, k: int = 5) -> dict:
     out = {}
     for method in METHODS:
         solver.calls = 0
-        model, seconds = train(method, X, theta, Y, make_loss, cfg["epochs"], seed)
+        model, seconds = train(method, X, make_loss, cfg["epochs"], seed)
         with torch.no_grad():
             pred = model(torch.as_tensor(Xte)).numpy()
         best = (theta_te * Yte).sum(1)
@@ -277,7 +277,7 @@ def run_gap(cfg, seed: int, size=None, n_train=None, n_test=None, methods=METHOD
     out = {"label_solve_s": label_s}
     for method in methods:
         solver.calls, solver.seconds = 0, 0.0
-        model, seconds = train(method, X, cost, labels, make_loss, cfg["gap_epochs"], seed, lr=3e-3)
+        model, seconds = train(method, X, make_loss, cfg["gap_epochs"], seed, lr=3e-3)
         regrets = []
         with torch.no_grad():
             for inst, opt in zip(test_set, best):
