@@ -1,5 +1,7 @@
 """Bayesian optimization components for GPyTorch / BoTorch (extra ``bo``)."""
 
+from .geometry import interpolated_metric, isotropic_ball, mahalanobis_ball, trust_region_box
 from .marginalized_kernel import ExpectedRBFKernel, MarginalizedQuadraticKernel, split_posterior
 
-__all__ = ["ExpectedRBFKernel", "MarginalizedQuadraticKernel", "split_posterior"]
+__all__ = ["ExpectedRBFKernel", "MarginalizedQuadraticKernel", "split_posterior", "interpolated_metric",
+           "mahalanobis_ball", "isotropic_ball", "trust_region_box"]
