@@ -1,0 +1,151 @@
+"""GP-UCB on a finite domain with instantaneous regret bounds and (ε, δ) stopping.
+
+Setting (Srinivas et al. 2010, Theorem 1): f is a draw from the GP prior on a finite domain
+D, observations y = f(x) + noise of variance σ_n². GP-UCB picks x_t = argmax_x μ_{t−1}(x) +
+β_t^{1/2} σ_{t−1}(x) with β_t = 2 log(|D| t² π² / (6δ)); then with probability ≥ 1 − δ,
+|f(x) − μ_{t−1}(x)| ≤ β_t^{1/2} σ_{t−1}(x) for all x ∈ D and t ≥ 1.
+
+Bounds on the instantaneous regret r_t = f(x*) − f(x_t):
+
+* classical: r_t ≤ 2 β_t^{1/2} σ_{t−1}(x_t) (both confidence bounds from the union over D);
+* tighter: r_t ≤ (β_t^{1/2} + β′_t^{1/2}) σ_{t−1}(x_t), β′_t = 2 log(t² π² / (3δ)).
+  Proof sketch. Split δ in two halves. (i) x* is one fixed point: f(x*) ≤ μ_{t−1}(x*) +
+  β′_t^{1/2} σ_{t−1}(x*) for all t w.p. ≥ 1 − δ/2 (Gaussian tail, union over t only:
+  Σ_t 6δ/(2π² t²) = δ/2); since β′_t ≤ β_t, this is ≤ UCB_t(x*) ≤ UCB_t(x_t). (ii) x_t is
+  chosen from the past (predictable), so given the past f(x_t) ∼ N(μ_{t−1}(x_t), σ²_{t−1}(x_t))
+  and f(x_t) ≥ μ_{t−1}(x_t) − β′_t^{1/2} σ_{t−1}(x_t) for all t w.p. ≥ 1 − δ/2. Together:
+  r_t ≤ UCB_t(x_t) − μ_{t−1}(x_t) + β′_t^{1/2} σ_{t−1}(x_t) = (β_t^{1/2} + β′_t^{1/2}) σ_{t−1}(x_t),
+  for all t at once w.p. ≥ 1 − δ. Neither event needs the union over D, which only the
+  algorithm's own β_t (to make x_t the UCB maximizer) keeps. Step (i) uses β′_t ≤ β_t,
+  i.e. |D| ≥ 2, and then the tighter bound is strictly smaller.
+
+The (ε, δ) rule stops at the first t whose bound is ≤ ε and returns that x_t: it is
+ε-optimal with probability ≥ 1 − δ, as the bounds hold for all t simultaneously.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["SrinivasFinite", "regret_bounds", "StopDecision", "EpsDeltaRule", "UCBLCBGapRule", "EIThresholdRule",
+           "FixedBudget", "gp_posterior", "gp_ucb"]
+
+
+@dataclass(frozen=True)
+class SrinivasFinite:
+    """β_t = 2 log(|D| t² π² / (6δ)) for a finite domain of ``size`` points."""
+
+    size: int
+    delta: float
+
+    def __post_init__(self):
+        if not (self.size >= 1 and 0 < self.delta < 1):
+            raise ValueError(f"need size >= 1 and 0 < delta < 1, got {self.size}, {self.delta}")
+
+    def __call__(self, t: int) -> float:
+        return 2 * math.log(self.size * t**2 * math.pi**2 / (6 * self.delta))
+
+
+def regret_bounds(t: int, sigma: float, beta: float, delta: float) -> tuple[float, float]:
+    """(classical, tighter) bounds on r_t from the posterior sd σ_{t−1}(x_t) (module docstring).
+    The tighter proof needs β′_t ≤ β_t, true for |D| ≥ 2; for a one-point domain (regret 0
+    anyway) the classical bound is returned for both."""
+    beta_single = 2 * math.log(t**2 * math.pi**2 / (3 * delta))
+    classical = 2 * math.sqrt(beta) * sigma
+    if beta_single > beta:
+        return classical, classical
+    return classical, (math.sqrt(beta) + math.sqrt(beta_single)) * sigma
+
+
+def gp_posterior(K: torch.Tensor, observed: list[int], y: torch.Tensor, noise: float):
+    """Exact posterior mean and sd on every point of the finite domain, from the prior
+    covariance K (|D|, |D|) and noisy observations y at the indices ``observed``."""
+    if not observed:
+        return torch.zeros(len(K), dtype=K.dtype), K.diagonal().sqrt()
+    idx = torch.tensor(observed)
+    Koo = K[idx][:, idx] + noise * torch.eye(len(idx), dtype=K.dtype)
+    L = torch.linalg.cholesky(Koo)
+    Kdo = K[:, idx]
+    alpha = torch.cholesky_solve(y[:, None], L)[:, 0]
+    v = torch.linalg.solve_triangular(L, Kdo.T, upper=False)
+    var = (K.diagonal() - (v**2).sum(0)).clamp_min(0)
+    return Kdo @ alpha, var.sqrt()
+
+
+@dataclass
+class StopDecision:
+    stop: bool
+    bound: float
+    incumbent: int  # index into the domain
+    reason: str
+
+
+class EpsDeltaRule:
+    """Stop once the instantaneous regret bound (``tight`` or classical) is ≤ ε; return x_t."""
+
+    def __init__(self, eps: float, delta: float, tight: bool = True):
+        if not (eps > 0 and 0 < delta < 1):
+            raise ValueError(f"need eps > 0 and 0 < delta < 1, got {eps}, {delta}")
+        self.eps, self.delta, self.tight = eps, delta, tight
+
+    def update(self, t, x_t, mu, sd, beta) -> StopDecision:
+        classical, tighter = regret_bounds(t, float(sd[x_t]), beta, self.delta)
+        bound = tighter if self.tight else classical
+        return StopDecision(bound <= self.eps, bound, x_t, f"regret bound {bound:.4g} vs eps {self.eps}")
+
+
+class UCBLCBGapRule:
+    """Makarova et al. (2022): stop when max UCB − max LCB ≤ ε; return argmax LCB."""
+
+    def __init__(self, eps: float):
+        self.eps = eps
+
+    def update(self, t, x_t, mu, sd, beta) -> StopDecision:
+        lcb = mu - math.sqrt(beta) * sd
+        gap = float((mu + math.sqrt(beta) * sd).max() - lcb.max())
+        return StopDecision(gap <= self.eps, gap, int(lcb.argmax()), f"UCB-LCB gap {gap:.4g}")
+
+
+class EIThresholdRule:
+    """Stop when the largest expected improvement over the best posterior mean is ≤ threshold."""
+
+    def __init__(self, threshold: float):
+        self.threshold = threshold
+
+    def update(self, t, x_t, mu, sd, beta) -> StopDecision:
+        best = mu.max()
+        z = (mu - best) / sd.clamp_min(1e-12)
+        normal = torch.distributions.Normal(0.0, 1.0)
+        ei = float(((mu - best) * normal.cdf(z) + sd * normal.log_prob(z).exp()).max())
+        return StopDecision(ei <= self.threshold, ei, int(mu.argmax()), f"max EI {ei:.4g}")
+
+
+class FixedBudget:
+    def __init__(self, budget: int):
+        self.budget = budget
+
+    def update(self, t, x_t, mu, sd, beta) -> StopDecision:
+        return StopDecision(t >= self.budget, float(self.budget - t), int(mu.argmax()), f"iteration {t}")
+
+
+def gp_ucb(f: torch.Tensor, K: torch.Tensor, noise: float, rule, delta: float, max_iter: int,
+           generator: torch.Generator | None = None) -> tuple[StopDecision, int]:
+    """GP-UCB on a finite domain with known prior K and true values f, until ``rule`` stops
+    (or ``max_iter``). ``delta`` sets the algorithm's β_t; a rule's own δ only enters its
+    bound. Returns the decision and the iteration it came at."""
+    beta_fn = SrinivasFinite(len(K), delta)
+    observed, ys = [], []
+    decision = None
+    for t in range(1, max_iter + 1):
+        mu, sd = gp_posterior(K, observed, torch.tensor(ys, dtype=K.dtype), noise)
+        beta = beta_fn(t)
+        x_t = int((mu + math.sqrt(beta) * sd).argmax())
+        decision = rule.update(t, x_t, mu, sd, beta)
+        if decision.stop:
+            return decision, t
+        observed.append(x_t)
+        ys.append(float(f[x_t]) + math.sqrt(noise) * float(torch.randn(1, generator=generator, dtype=K.dtype)))
+    return decision, max_iter
