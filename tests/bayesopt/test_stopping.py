@@ -93,3 +93,23 @@ def test_other_rules_decide_sensibly():
     with pytest.raises(ValueError, match="eps"):
         EpsDeltaRule(0.0, 0.1)
     assert math.isfinite(SrinivasFinite(30, 0.1)(5))
+
+
+def test_botorch_loop_stops_and_returns_a_good_point():
+    from neurips26.bayesopt import bayes_opt_loop
+
+    def objective(X):  # a smooth 2-d bump, maximum 1 at (0.3, 0.7)
+        return torch.exp(-8 * ((X - torch.tensor([0.3, 0.7], dtype=X.dtype)) ** 2).sum(-1))
+
+    bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+    res = bayes_opt_loop(objective, bounds, UCBLCBGapRule(0.2), n_init=5, max_iter=25, n_candidates=256,
+                         noise=1e-4)
+    assert res.decision.stop and res.iterations < 25
+    assert len(res.X) == len(res.Y) == 5 + res.iterations - 1
+    assert float(objective(res.incumbent[None])[0]) > 0.8
+    budget = bayes_opt_loop(objective, bounds, FixedBudget(3), n_init=4, max_iter=10, n_candidates=64, noise=1e-4)
+    assert budget.iterations == 3 and len(budget.X) == 6
+    with pytest.raises(ValueError, match="bounds"):
+        bayes_opt_loop(objective, torch.tensor([[1.0, 0.0], [0.0, 1.0]]), FixedBudget(1))
+    with pytest.raises(ValueError, match="NaN"):
+        bayes_opt_loop(lambda X: torch.full((len(X),), float("nan")), bounds, FixedBudget(1))

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 
 __all__ = ["SrinivasFinite", "regret_bounds", "StopDecision", "EpsDeltaRule", "UCBLCBGapRule", "EIThresholdRule",
-           "FixedBudget", "gp_posterior", "gp_ucb"]
+           "FixedBudget", "gp_posterior", "gp_ucb", "bayes_opt_loop", "BOResult"]
 
 
 @dataclass(frozen=True)
@@ -149,3 +149,64 @@ def gp_ucb(f: torch.Tensor, K: torch.Tensor, noise: float, rule, delta: float, m
         observed.append(x_t)
         ys.append(float(f[x_t]) + math.sqrt(noise) * float(torch.randn(1, generator=generator, dtype=K.dtype)))
     return decision, max_iter
+
+
+@dataclass
+class BOResult:
+    X: torch.Tensor  # (n, d) every evaluated point
+    Y: torch.Tensor  # (n,) their values
+    decision: StopDecision
+    iterations: int
+    incumbent: torch.Tensor  # the point the rule returns
+
+
+def bayes_opt_loop(objective, bounds: torch.Tensor, stopping, delta: float = 0.1, n_init: int = 5,
+                   max_iter: int = 50, n_candidates: int = 1024, seed: int = 0, noise: float | None = None) -> BOResult:
+    """GP-UCB with BoTorch until ``stopping`` says stop: maximize ``objective`` (a callable
+    on (n, d) tensors returning (n,)) over the box ``bounds`` (2, d).
+
+    Each iteration fits a ``SingleTaskGP`` (``fit_gpytorch_mll``; ``noise`` fixes the
+    observation variance instead of learning it), takes x_t = argmax of BoTorch's
+    ``UpperConfidenceBound`` with β_t (``optimize_acqf``), and hands the rule the posterior
+    on a fixed Sobol set of ``n_candidates`` points plus x_t, the finite domain over which
+    β_t = 2 log(|D| t² π² / (6δ)) is taken and the rules compare bounds.
+    """
+    from botorch.acquisition import UpperConfidenceBound
+    from botorch.fit import fit_gpytorch_mll
+    from botorch.models import SingleTaskGP
+    from botorch.models.transforms import Normalize, Standardize
+    from botorch.optim import optimize_acqf
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+    from torch.quasirandom import SobolEngine
+
+    bounds = torch.as_tensor(bounds, dtype=torch.float64)
+    if bounds.ndim != 2 or bounds.shape[0] != 2 or not torch.all(bounds[0] < bounds[1]):
+        raise ValueError(f"bounds must be (2, d) with lower < upper, got {tuple(bounds.shape)}")
+    d = bounds.shape[1]
+    sobol = SobolEngine(d, scramble=True, seed=seed)
+    unit = lambda u: bounds[0] + (bounds[1] - bounds[0]) * u  # noqa: E731
+    cands = unit(sobol.draw(n_candidates, dtype=torch.float64))
+    X = unit(sobol.draw(n_init, dtype=torch.float64))
+    Y = torch.as_tensor(objective(X), dtype=torch.float64).reshape(-1)
+    if not torch.isfinite(Y).all():
+        raise ValueError("the objective returned NaN or Inf at the initial points")
+    beta_fn = SrinivasFinite(n_candidates + 1, delta)
+    decision = None
+    for t in range(1, max_iter + 1):
+        kw = {"train_Yvar": torch.full_like(Y[:, None], noise)} if noise is not None else {}
+        model = SingleTaskGP(X, Y[:, None], input_transform=Normalize(d), outcome_transform=Standardize(1), **kw)
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+        beta = beta_fn(t)
+        x_t, _ = optimize_acqf(UpperConfidenceBound(model, beta=beta), bounds, q=1, num_restarts=4, raw_samples=128)
+        domain = torch.cat([cands, x_t])
+        with torch.no_grad():
+            post = model.posterior(domain)
+            mu, sd = post.mean[:, 0], post.variance[:, 0].clamp_min(0).sqrt()
+        decision = stopping.update(t, len(domain) - 1, mu, sd, beta)
+        if decision.stop:
+            return BOResult(X, Y, decision, t, domain[decision.incumbent])
+        y_t = torch.as_tensor(objective(x_t), dtype=torch.float64).reshape(-1)
+        if not torch.isfinite(y_t).all():
+            raise ValueError(f"the objective returned {y_t.tolist()} at {x_t.tolist()}")
+        X, Y = torch.cat([X, x_t]), torch.cat([Y, y_t])
+    return BOResult(X, Y, decision, max_iter, domain[decision.incumbent])
