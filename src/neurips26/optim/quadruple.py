@@ -44,6 +44,11 @@ def _check_beta(name: str, value: float) -> None:
         raise ValueError(f"{name} must be in [0, 1), got {value!r}")
 
 
+def _rms_denominator(second: torch.Tensor, beta2: float, step: int, eps: float) -> torch.Tensor:
+    """√(v / (1 − β₂ᵗ)) + ε, Adam's denominator, as torch computes it (a new tensor)."""
+    return second.sqrt().div_(math.sqrt(1.0 - beta2**step)).add_(eps)
+
+
 # --- transitions Φ: the memory -----------------------------------------------------------
 
 class NoMemory:
@@ -229,7 +234,7 @@ class PreconditionedTracking:
         return {"exp_avg_sq": torch.zeros_like(p), "velocity": torch.zeros_like(p)}
 
     def _target(self, g, state, step):
-        denom = state["exp_avg_sq"].sqrt().div_(math.sqrt(1.0 - self.beta2**step)).add_(self.eps)
+        denom = _rms_denominator(state["exp_avg_sq"], self.beta2, step, self.eps)
         return torch.div(g, denom, out=denom)
 
     def update(self, g, state, step):
@@ -375,8 +380,7 @@ class DiagonalAdaptive:
     homogeneous = True  # u(cv) = c u(v)
 
     def _denominator(self, state, step):
-        second = state["max_exp_avg_sq" if self.amsgrad else "exp_avg_sq"]
-        return second.sqrt().div_(math.sqrt(1.0 - self.beta2**step)).add_(self.eps)
+        return _rms_denominator(state["max_exp_avg_sq" if self.amsgrad else "exp_avg_sq"], self.beta2, step, self.eps)
 
     def apply(self, p, v, state, step, alpha):
         """p ← p + α u(v) in one fused pass (what torch's Adam does with addcdiv)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import random
 import warnings
 import string
@@ -38,6 +39,12 @@ class CharTokenizer:
 
     def decode(self, ids: Iterable[int]) -> str:
         return "".join(self.itos.get(int(i), "") for i in ids)
+
+
+def finite_or_minus_one(x) -> float:
+    """A metric value for results.json: the number, or −1 when it is None, NaN or infinite
+    (a method that never reached its target, a diverged run)."""
+    return float(x) if x is not None and math.isfinite(x) else -1.0
 
 
 def pad_batch(seqs: Sequence[Sequence[int]], length: int | None = None) -> torch.Tensor:

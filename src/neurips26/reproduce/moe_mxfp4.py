@@ -112,14 +112,14 @@ def pretrain(model, train, cfg, seed, track, desc):
 
 
 @torch.no_grad()
-def routes_on(model, batches, logits=False):
+def routes_on(model, batches):
+    """(top-k indices, router logits) per MoE block over ``batches``, from one pass."""
     blocks = find_moe_blocks(model)
     with record_routes(blocks) as log:
         for ids in batches:
             model(ids)
-    if logits:
-        return {b.name: torch.cat(log.logits[b.name]) for b in blocks}
-    return {b.name: torch.cat(log.indices[b.name]) for b in blocks}
+    return ({b.name: torch.cat(log.indices[b.name]) for b in blocks},
+            {b.name: torch.cat(log.logits[b.name]) for b in blocks})
 
 
 def agreement(ref, other) -> dict:
@@ -179,8 +179,8 @@ def run_arch(arch, cfg, seed, track) -> dict:
     pretrain(model, train, cfg, seed, track, f"{arch}: pretraining")
     evals = eval_batches(test, cfg["context"], cfg["eval_seqs"])
     calib_batches = eval_batches(calib, cfg["context"], cfg["eval_seqs"])
-    ref_routes = routes_on(model, evals)
-    loads = expert_loads(routes_on(model, calib_batches), cfg["experts"])
+    ref_routes, ref_logits = routes_on(model, evals)
+    loads = expert_loads(routes_on(model, calib_batches)[0], cfg["experts"])
     spectra = residual_spectra(model)
     E, r = cfg["experts"], cfg["rank"]
     out = {"ppl_bf16": perplexity(model, evals)}
@@ -193,13 +193,14 @@ def run_arch(arch, cfg, seed, track) -> dict:
         return m
 
     def measure(m, key):
+        """Perplexity and agreement of a variant; returns its router logits."""
         out[f"ppl_{key}"] = perplexity(m, evals)
-        out[f"agree_{key}"] = agreement(ref_routes, routes_on(m, evals))
+        routes, logits = routes_on(m, evals)
+        out[f"agree_{key}"] = agreement(ref_routes, routes)
+        return logits
 
-    rtn = variant(0, "residual")
-    measure(rtn, "rtn")
+    rtn_logits = measure(variant(0, "residual"), "rtn")
     # the routing-consistency bound on the quantized model: which tokens it certifies
-    ref_logits, rtn_logits = routes_on(model, evals, logits=True), routes_on(rtn, evals, logits=True)
     k = find_moe_blocks(model)[0].top_k
     out["margin_rtn"] = {name: margin_diagnostic(ref_logits[name], rtn_logits[name], k) for name in ref_logits}
     measure(variant(r, "residual"), "uniform")
@@ -221,7 +222,7 @@ def run_arch(arch, cfg, seed, track) -> dict:
     for fraction in cfg["fractions"]:
         m = variant(load_ranks, "residual")
         qat(m, model, qat_batches, cfg["qat_steps"], log=log, fraction=fraction)
-        sweep[fraction] = (perplexity(m, evals), agreement(ref_routes, routes_on(m, evals)))
+        sweep[fraction] = (perplexity(m, evals), agreement(ref_routes, routes_on(m, evals)[0]))
     best = min(sweep, key=lambda f: sweep[f][0])  # the fraction a user would pick: lowest perplexity
     out["ppl_qat_replay"], out["agree_qat_replay"] = sweep[best]
     out["replay_fraction"] = best

@@ -26,7 +26,7 @@ import torch
 from neurips26.optim import (quadruple_adam, quadruple_adamw, quadruple_aligned, quadruple_lion, quadruple_muon,
                              quadruple_sgd, quadruple_shampoo, quadruple_spectral, quadruple_tracking)
 
-from ._common import STDLIB_MODULES, stdlib_text
+from ._common import STDLIB_MODULES, finite_or_minus_one, stdlib_text
 from ._harness import RunContext
 
 NEW = ("spectral", "tracking", "aligned")
@@ -337,10 +337,6 @@ def _log_linear_rate(values) -> tuple[float, float]:
     return float(math.exp(slope)), (1.0 - float((resid**2).sum()) / total) if total > 0 else 0.0
 
 
-def _finite_or_minus_one(x):
-    return float(x) if x is not None and math.isfinite(x) else -1.0
-
-
 def run(ctx: RunContext) -> None:
     import matplotlib
 
@@ -404,12 +400,12 @@ def run(ctx: RunContext) -> None:
     ctx.metric("targets", targets)
 
     per_task = {
-        "quadratic": {n: {"final_gap": _finite_or_minus_one(r["final"])} for n, r in results["quadratic"].items()},
-        "rosenbrock": {n: {"final_gap": _finite_or_minus_one(r["final"])} for n, r in results["rosenbrock"].items()},
+        "quadratic": {n: {"final_gap": finite_or_minus_one(r["final"])} for n, r in results["quadratic"].items()},
+        "rosenbrock": {n: {"final_gap": finite_or_minus_one(r["final"])} for n, r in results["rosenbrock"].items()},
         "digits": {n: {"test_accuracy": r["test_mean"], "test_accuracy_std": r["test_std"], "val_accuracy": r["val"],
-                       "train_loss": _finite_or_minus_one(r["train_loss"])} for n, r in results["digits"].items()},
-        "lm": {n: {"test_perplexity": _finite_or_minus_one(r["test_mean"]), "test_perplexity_std": r["test_std"]
-                   if math.isfinite(r["test_std"]) else -1.0, "val_perplexity": _finite_or_minus_one(r["val"])}
+                       "train_loss": finite_or_minus_one(r["train_loss"])} for n, r in results["digits"].items()},
+        "lm": {n: {"test_perplexity": finite_or_minus_one(r["test_mean"]), "test_perplexity_std": r["test_std"]
+                   if math.isfinite(r["test_std"]) else -1.0, "val_perplexity": finite_or_minus_one(r["val"])}
                for n, r in results["lm"].items()},
     }
     ctx.metric("per_task", per_task)

@@ -24,6 +24,7 @@ import torch
 
 from ..distributed import AsynchronousServer, RennalaServer, SynchronousServer, equilibrium_time, simulate
 from ..optim import Blocks, L2, Linf, Spectral
+from ._common import finite_or_minus_one
 from ._harness import RunContext
 
 SIZES = {
@@ -252,10 +253,6 @@ def _median_finite(values):
     return float(np.median(values)) if values else math.inf
 
 
-def _or_minus_one(t):
-    return t if math.isfinite(t) else -1.0
-
-
 def _fmt(t):
     return f"{t:.4g}" if math.isfinite(t) else "not reached"
 
@@ -309,7 +306,7 @@ def run(ctx: RunContext) -> None:
         reached = sum(math.isfinite(r[0]) for r in runs)
         time_to_eps.setdefault(pname, {}).setdefault(setting, {})[method] = t if reached == len(runs) else math.inf
         curves[(pname, setting, method)] = runs[0][1:]
-    ctx.metric("time_to_eps", {p: {s: {m: _or_minus_one(t) for m, t in d.items()}
+    ctx.metric("time_to_eps", {p: {s: {m: finite_or_minus_one(t) for m, t in d.items()}
                                    for s, d in v.items()} for p, v in time_to_eps.items()})
     ctx.metric("tuned_lr", {f"{p}/{m}": lr for (p, m), lr in lrs.items()})
     ctx.text("Time to ε in simulated time (median over the test seeds; 'not reached' when a seed misses ε "
@@ -350,9 +347,9 @@ def run(ctx: RunContext) -> None:
                 if r is not None and s is not None:
                     ratios.append((pname, setting, geometry, s / r if math.isfinite(r) else 0.0))
     speedups = [x[3] for x in ratios]
-    ctx.metric("speedup_vs_sync", {f"{p}/{s}/{g}": _or_minus_one(v) for p, s, g, v in ratios})
+    ctx.metric("speedup_vs_sync", {f"{p}/{s}/{g}": finite_or_minus_one(v) for p, s, g, v in ratios})
     ctx.claim("Rennala-NSGD reaches ε faster than synchronous minibatch NSGD (same norm): median speed-up, "
-              "all problems, settings, norms (-1: only Rennala-NSGD reached ε)", _or_minus_one(float(np.median(speedups))), 1.0,
+              "all problems, settings, norms (-1: only Rennala-NSGD reached ε)", finite_or_minus_one(float(np.median(speedups))), 1.0,
               bool(np.median(speedups) > 1.0 and min(speedups) > 1.0))
     # Claim 2: against every baseline, not only the synchronous one. Per problem, the
     # best Rennala-NSGD norm against the best baseline, in each speed setting.
@@ -361,11 +358,11 @@ def run(ctx: RunContext) -> None:
         for setting, d in by_setting.items():
             ours = min(v for m, v in d.items() if m.startswith("rennala-nsgd"))
             other_m = min((m for m in d if not m.startswith("rennala-nsgd")), key=d.get)
-            best[f"{pname}/{setting}"] = {"rennala_nsgd": _or_minus_one(ours),
-                                          "best_baseline": _or_minus_one(d[other_m]),
+            best[f"{pname}/{setting}"] = {"rennala_nsgd": finite_or_minus_one(ours),
+                                          "best_baseline": finite_or_minus_one(d[other_m]),
                                           "best_baseline_method": other_m}
             ctx.claim(f"{pname}, τ {setting}: the best Rennala-NSGD norm reaches ε no later than the best baseline "
-                      f"({other_m}); simulated time, -1 = not reached", _or_minus_one(ours), _or_minus_one(d[other_m]),
+                      f"({other_m}); simulated time, -1 = not reached", finite_or_minus_one(ours), finite_or_minus_one(d[other_m]),
                       bool(math.isfinite(ours) and ours <= d[other_m]))
     ctx.metric("best_vs_best_baseline", best)
 
@@ -386,8 +383,8 @@ def run(ctx: RunContext) -> None:
         ren_t.append(t_r), sync_t.append(t_s), pred.append(equilibrium_time(taus, B))
     ctx.table(f"heavy-tail-linf, τ_i = i: time to ε vs the number of workers n (B = {B})",
               ["n", "Rennala-NSGD ℓ∞", "sync NSGD ℓ∞", "Rennala time/step", "t(B) predicted", "sync time/step τ_n"], rows)
-    ctx.metric("workers_sweep", {"n": cfg["workers_sweep"], "rennala": [_or_minus_one(t) for t in ren_t],
-                                 "sync": [_or_minus_one(t) for t in sync_t], "t_B": pred})
+    ctx.metric("workers_sweep", {"n": cfg["workers_sweep"], "rennala": [finite_or_minus_one(t) for t in ren_t],
+                                 "sync": [finite_or_minus_one(t) for t in sync_t], "t_B": pred})
     ok = [(r, p) for r, p in zip(ren_t, pred) if math.isfinite(r)]
     corr = float(np.corrcoef(np.log([r for r, _ in ok]), np.log([p for _, p in ok]))[0, 1]) if len(ok) >= 3 else 0.0
     ctx.claim("Rennala-NSGD's time to ε follows t(B) = min_m (B+m)/Σ_{i≤m} 1/τ_i across n (correlation of logs)",
@@ -416,8 +413,8 @@ def run(ctx: RunContext) -> None:
             dim_rows.append([pname, method] + [_fmt(t) for t in ts])
         ctx.table(f"{pname}: time to ε vs dimension ({'d' if pname.endswith('linf') else 'n, W is n × n'} = {dims})",
                   ["problem", "method"] + [str(d) for d in dims], [r for r in dim_rows if r[0] == pname])
-    ctx.metric("dimension_slopes", {k: _or_minus_one(v) for k, v in slopes.items()})
-    ctx.metric("dimension_sweep", {f"{p}/{m}": [_or_minus_one(t) for t in ts] for (p, m), ts in dim_curves.items()})
+    ctx.metric("dimension_slopes", {k: finite_or_minus_one(v) for k, v in slopes.items()})
+    ctx.metric("dimension_sweep", {f"{p}/{m}": [finite_or_minus_one(t) for t in ts] for (p, m), ts in dim_curves.items()})
     ctx.text("Slope of log(time to ε) against log(number of parameters): "
              + ", ".join(f"{k}: {v:.2f}" for k, v in slopes.items()))
     for pname, geometry in (("heavy-tail-linf", "linf"), ("heavy-tail-spectral", "spectral")):
