@@ -29,6 +29,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_pome.py --out benchmarks/RESULTS.md
 	$(PY) benchmarks/bench_quadruple.py --out benchmarks/RESULTS_quadruple.md
 	$(PY) benchmarks/bench_mxfp4.py --out benchmarks/RESULTS_mxfp4.md
+	$(PY) benchmarks/bench_kb.py --out benchmarks/RESULTS_kb.md
 
 clean:
 	rm -rf $(VENV) runs build src/*.egg-info

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from neurips26.bayesopt.stopping import (EIThresholdRule, EpsDeltaRule, FixedBudget, SrinivasFinite, UCBLCBGapRule,
+from neurips26.bayesopt.stopping import (ChowdhuryGopalan, EIThresholdRule, RuleRace, SrinivasContinuous, bayes_opt_loop, EpsDeltaRule, FixedBudget, SrinivasFinite, UCBLCBGapRule,
                                          gp_posterior, gp_ucb, regret_bounds)
 
 
@@ -113,3 +113,64 @@ def test_botorch_loop_stops_and_returns_a_good_point():
         bayes_opt_loop(objective, torch.tensor([[1.0, 0.0], [0.0, 1.0]]), FixedBudget(1))
     with pytest.raises(ValueError, match="NaN"):
         bayes_opt_loop(lambda X: torch.full((len(X),), float("nan")), bounds, FixedBudget(1))
+
+
+def test_continuous_beta_grows_with_t_and_dimension_and_matches_theorem_2():
+    b = SrinivasContinuous(dim=2, delta=0.1, a=1.0, b=2.0, r=1.0)
+    vals = [b(t) for t in range(1, 50)]
+    assert all(x < y for x, y in zip(vals, vals[1:]))
+    assert SrinivasContinuous(dim=3, delta=0.1, b=2.0)(10) > b(10)
+    t = 7  # the theorem's expression, written out once by hand
+    ref = 2 * math.log(2 * 49 * math.pi**2 / 0.3) + 4 * math.log(49 * 2 * 2 * math.sqrt(math.log(8 / 0.1)))
+    assert math.isclose(b(t), ref, rel_tol=1e-12)
+
+
+def test_rkhs_confidence_band_covers_rkhs_functions():
+    """f = Σ αᵢ k(·, zᵢ) scaled to ‖f‖_k = B, R-Gaussian noise, arbitrary (random) queries:
+    the Chowdhury-Gopalan band must hold at every point and step in ≥ 1 − δ of the runs."""
+    K = rbf_grid(40, 0.15)
+    B, R, delta = 1.0, 0.1, 0.1
+    beta = ChowdhuryGopalan(B, R, delta)
+    gen = torch.Generator().manual_seed(11)
+    runs, covered = 100, 0
+    for _ in range(runs):
+        idx = torch.randint(40, (5,), generator=gen)
+        alpha = torch.randn(5, generator=gen, dtype=torch.float64)
+        f = K[:, idx] @ alpha
+        f = f * B / math.sqrt(float(alpha @ K[idx][:, idx] @ alpha))
+        obs, ys, ok = [], [], True
+        for t in range(1, 31):
+            mu, sd = gp_posterior(K, obs, torch.tensor(ys, dtype=K.dtype), beta.noise)
+            width = math.sqrt(beta(K[obs][:, obs])) * sd
+            ok &= bool(((f - mu).abs() <= width + 1e-12).all())
+            x = int(torch.randint(40, (1,), generator=gen))
+            obs.append(x)
+            ys.append(float(f[x]) + R * float(torch.randn(1, generator=gen, dtype=K.dtype)))
+        covered += ok
+    assert covered / runs >= 1 - delta
+    with pytest.raises(ValueError):
+        ChowdhuryGopalan(-1.0, 0.1, 0.1)
+
+
+def test_rule_race_stops_each_rule_where_it_stops_alone():
+    K = rbf_grid()
+    f = prior_draw(K, torch.Generator().manual_seed(5))
+    rules = {"tight": lambda: EpsDeltaRule(0.3, 0.1), "classical": lambda: EpsDeltaRule(0.3, 0.1, tight=False),
+             "gap": lambda: UCBLCBGapRule(0.3), "budget": lambda: FixedBudget(12)}
+    race = RuleRace({k: v() for k, v in rules.items()})
+    gp_ucb(f, K, 0.01, race, 0.1, 80, torch.Generator().manual_seed(0))
+    for name, make in rules.items():
+        alone, t = gp_ucb(f, K, 0.01, make(), 0.1, 80, torch.Generator().manual_seed(0))
+        t_race, d_race, stopped = race.outcome(name)
+        assert stopped == alone.stop and t_race == t and d_race.incumbent == alone.incumbent
+
+
+def test_botorch_loop_on_a_finite_candidate_set():
+    g = torch.linspace(0, 1, 12, dtype=torch.float64)
+    cands = torch.cartesian_prod(g, g)
+    res = bayes_opt_loop(lambda X: -((X - 0.5) ** 2).sum(-1), torch.tensor([[0.0, 0.0], [1.0, 1.0]]),
+                         FixedBudget(6), n_init=4, max_iter=10, candidates=cands, noise=1e-4)
+    assert res.iterations == 6 and len(res.X) == 4 + 5
+    assert torch.all(torch.cdist(res.X, cands).min(1).values < 1e-12)  # only grid points evaluated
+    with pytest.raises(ValueError, match="candidates"):
+        bayes_opt_loop(lambda X: X.sum(-1), torch.tensor([[0.0], [1.0]]), FixedBudget(2), candidates=cands)

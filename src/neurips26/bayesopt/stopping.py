@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["SrinivasFinite", "regret_bounds", "StopDecision", "EpsDeltaRule", "UCBLCBGapRule", "EIThresholdRule",
-           "FixedBudget", "gp_posterior", "gp_ucb", "bayes_opt_loop", "BOResult"]
+__all__ = ["SrinivasFinite", "SrinivasContinuous", "ChowdhuryGopalan", "regret_bounds", "StopDecision", "EpsDeltaRule", "UCBLCBGapRule", "EIThresholdRule",
+           "FixedBudget", "RuleRace", "gp_posterior", "gp_ucb", "bayes_opt_loop", "BOResult"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,60 @@ class SrinivasFinite:
 
     def __call__(self, t: int) -> float:
         return 2 * math.log(self.size * t**2 * math.pi**2 / (6 * self.delta))
+
+
+@dataclass(frozen=True)
+class SrinivasContinuous:
+    """Srinivas et al. (2010), Theorem 2, for D ⊂ [0, r]^d compact and convex, when the
+    kernel's sample paths satisfy P(sup |∂f/∂x_j| > L) ≤ a·exp(−(L/b)²):
+    β_t = 2 log(2 t² π² / (3δ)) + 2 d log(t² d b r √(log(4 d a / δ)))."""
+
+    dim: int
+    delta: float
+    a: float = 1.0
+    b: float = 1.0
+    r: float = 1.0
+
+    def __post_init__(self):
+        if not (self.dim >= 1 and 0 < self.delta < 1 and self.a > 0 and self.b > 0 and self.r > 0):
+            raise ValueError(f"need dim >= 1, 0 < delta < 1 and a, b, r > 0, got {self}")
+
+    def __call__(self, t: int) -> float:
+        d = self.dim
+        inner = t**2 * d * self.b * self.r * math.sqrt(math.log(4 * d * self.a / self.delta))
+        return 2 * math.log(2 * t**2 * math.pi**2 / (3 * self.delta)) + 2 * d * math.log(max(inner, 1.0))
+
+
+@dataclass(frozen=True)
+class ChowdhuryGopalan:
+    """Frequentist confidence width for f in the RKHS of k with ‖f‖_k ≤ B and R-sub-Gaussian
+    noise (Chowdhury & Gopalan 2017, Theorem 2, in its computable log-det form): for the
+    posterior with noise variance λ = 1 + η, with probability ≥ 1 − δ, for all x and t,
+
+        |f(x) − μ_{t−1}(x)| ≤ β_t^{1/2} σ_{t−1}(x),
+        β_t^{1/2} = B + R √(log det((1 + η) I + K_{t−1}) + 2 log(1/δ)),
+
+    K_{t−1} the kernel matrix of the points observed so far. (The theorem's γ_{t−1} + 1 form
+    is this with log det bounded by the maximum information gain.)"""
+
+    B: float
+    R: float
+    delta: float
+    eta: float = 0.01
+
+    def __post_init__(self):
+        if not (self.B >= 0 and self.R >= 0 and 0 < self.delta < 1 and self.eta > 0):
+            raise ValueError(f"need B, R >= 0, 0 < delta < 1, eta > 0, got {self}")
+
+    @property
+    def noise(self) -> float:
+        """The λ the posterior must use for the bound to hold."""
+        return 1.0 + self.eta
+
+    def __call__(self, K_past: torch.Tensor) -> float:
+        n = K_past.shape[0]
+        logdet = torch.logdet(K_past + self.noise * torch.eye(n, dtype=K_past.dtype)) if n else torch.tensor(0.0)
+        return (self.B + self.R * math.sqrt(float(logdet) + 2 * math.log(1 / self.delta))) ** 2
 
 
 def regret_bounds(t: int, sigma: float, beta: float, delta: float) -> tuple[float, float]:
@@ -131,6 +185,46 @@ class FixedBudget:
         return StopDecision(t >= self.budget, float(self.budget - t), int(mu.argmax()), f"iteration {t}")
 
 
+class RuleRace:
+    """Run several rules along one trajectory: GP-UCB's choices do not depend on the
+    stopping rule, so each rule's first stop on a shared run is where it would have stopped
+    on its own. ``first[name] = (t, decision)``; stops once every rule has stopped."""
+
+    def __init__(self, rules: dict):
+        if not rules:
+            raise ValueError("RuleRace needs at least one rule")
+        self.rules = dict(rules)
+        self.first: dict = {}
+        self.last: dict = {}
+        self.points: dict = {}  # name -> the incumbent as a point, where the loop supplies domains
+        self._now: list = []
+
+    def update(self, t, x_t, mu, sd, beta) -> StopDecision:
+        self._now = []
+        for name, rule in self.rules.items():
+            if name not in self.first:
+                d = rule.update(t, x_t, mu, sd, beta)
+                self.last[name] = (t, d)
+                self._now.append(name)
+                if d.stop:
+                    self.first[name] = (t, d)
+        done = len(self.first) == len(self.rules)
+        return StopDecision(done, float(len(self.rules) - len(self.first)), x_t,
+                            f"{len(self.first)}/{len(self.rules)} rules stopped")
+
+    def attach_points(self, domain: torch.Tensor) -> None:
+        """Record the incumbents of the rules just updated as points of ``domain`` (the
+        loop's domain changes every iteration, so an index alone would not identify them)."""
+        for name in self._now:
+            self.points[name] = domain[self.last[name][1].incumbent].clone()
+
+    def outcome(self, name):
+        """(stopping iteration or the last iteration seen, decision, whether it stopped)."""
+        if name in self.first:
+            return (*self.first[name], True)
+        return (*self.last[name], False)
+
+
 def gp_ucb(f: torch.Tensor, K: torch.Tensor, noise: float, rule, delta: float, max_iter: int,
            generator: torch.Generator | None = None) -> tuple[StopDecision, int]:
     """GP-UCB on a finite domain with known prior K and true values f, until ``rule`` stops
@@ -161,7 +255,8 @@ class BOResult:
 
 
 def bayes_opt_loop(objective, bounds: torch.Tensor, stopping, delta: float = 0.1, n_init: int = 5,
-                   max_iter: int = 50, n_candidates: int = 1024, seed: int = 0, noise: float | None = None) -> BOResult:
+                   max_iter: int = 50, n_candidates: int = 1024, seed: int = 0, noise: float | None = None,
+                   candidates: torch.Tensor | None = None) -> BOResult:
     """GP-UCB with BoTorch until ``stopping`` says stop: maximize ``objective`` (a callable
     on (n, d) tensors returning (n,)) over the box ``bounds`` (2, d).
 
@@ -169,7 +264,9 @@ def bayes_opt_loop(objective, bounds: torch.Tensor, stopping, delta: float = 0.1
     observation variance instead of learning it), takes x_t = argmax of BoTorch's
     ``UpperConfidenceBound`` with β_t (``optimize_acqf``), and hands the rule the posterior
     on a fixed Sobol set of ``n_candidates`` points plus x_t, the finite domain over which
-    β_t = 2 log(|D| t² π² / (6δ)) is taken and the rules compare bounds.
+    β_t = 2 log(|D| t² π² / (6δ)) is taken and the rules compare bounds. With
+    ``candidates`` (N, d) the domain is that finite set (an HPO grid, say): x_t is the exact
+    UCB maximizer over it and the initial points are drawn from it.
     """
     from botorch.acquisition import UpperConfidenceBound
     from botorch.fit import fit_gpytorch_mll
@@ -185,24 +282,43 @@ def bayes_opt_loop(objective, bounds: torch.Tensor, stopping, delta: float = 0.1
     d = bounds.shape[1]
     sobol = SobolEngine(d, scramble=True, seed=seed)
     unit = lambda u: bounds[0] + (bounds[1] - bounds[0]) * u  # noqa: E731
-    cands = unit(sobol.draw(n_candidates, dtype=torch.float64))
-    X = unit(sobol.draw(n_init, dtype=torch.float64))
+    if candidates is not None:
+        cands = torch.as_tensor(candidates, dtype=torch.float64)
+        if cands.ndim != 2 or cands.shape[1] != d or len(cands) < 2:
+            raise ValueError(f"candidates must be (N >= 2, {d}), got {tuple(cands.shape)}")
+        pick = torch.randperm(len(cands), generator=torch.Generator().manual_seed(seed))[:n_init]
+        X = cands[pick]
+    else:
+        cands = unit(sobol.draw(n_candidates, dtype=torch.float64))
+        X = unit(sobol.draw(n_init, dtype=torch.float64))
     Y = torch.as_tensor(objective(X), dtype=torch.float64).reshape(-1)
     if not torch.isfinite(Y).all():
         raise ValueError("the objective returned NaN or Inf at the initial points")
-    beta_fn = SrinivasFinite(n_candidates + 1, delta)
+    beta_fn = SrinivasFinite(len(cands) if candidates is not None else len(cands) + 1, delta)
     decision = None
     for t in range(1, max_iter + 1):
         kw = {"train_Yvar": torch.full_like(Y[:, None], noise)} if noise is not None else {}
         model = SingleTaskGP(X, Y[:, None], input_transform=Normalize(d), outcome_transform=Standardize(1), **kw)
         fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
         beta = beta_fn(t)
-        x_t, _ = optimize_acqf(UpperConfidenceBound(model, beta=beta), bounds, q=1, num_restarts=4, raw_samples=128)
-        domain = torch.cat([cands, x_t])
-        with torch.no_grad():
-            post = model.posterior(domain)
-            mu, sd = post.mean[:, 0], post.variance[:, 0].clamp_min(0).sqrt()
-        decision = stopping.update(t, len(domain) - 1, mu, sd, beta)
+        if candidates is not None:
+            domain = cands
+            with torch.no_grad():
+                post = model.posterior(domain)
+                mu, sd = post.mean[:, 0], post.variance[:, 0].clamp_min(0).sqrt()
+            i_t = int((mu + math.sqrt(beta) * sd).argmax())
+            x_t = domain[i_t:i_t + 1]
+        else:
+            x_t, _ = optimize_acqf(UpperConfidenceBound(model, beta=beta), bounds, q=1, num_restarts=4,
+                                   raw_samples=128)
+            domain = torch.cat([cands, x_t])
+            with torch.no_grad():
+                post = model.posterior(domain)
+                mu, sd = post.mean[:, 0], post.variance[:, 0].clamp_min(0).sqrt()
+            i_t = len(domain) - 1
+        decision = stopping.update(t, i_t, mu, sd, beta)
+        if isinstance(stopping, RuleRace):
+            stopping.attach_points(domain)
         if decision.stop:
             return BOResult(X, Y, decision, t, domain[decision.incumbent])
         y_t = torch.as_tensor(objective(x_t), dtype=torch.float64).reshape(-1)

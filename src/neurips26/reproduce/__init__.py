@@ -78,3 +78,19 @@ register(
         target="neurips26.reproduce.moe_mxfp4:run",
     )
 )
+register(
+    Experiment(
+        slug="randomized-kb",
+        paper="Randomized kriging believer for (asynchronous) parallel Bayesian optimization",
+        summary="Randomized KB vs plain KB, constant liar, local penalization, BUCB, batch TS, qLogNEI and random on GP-prior draws, Hartmann-6 and Ackley-10; Q in {1, 4, 8}, synchronous and asynchronous.",
+        target="neurips26.reproduce.randomized_kb:run",
+    )
+)
+register(
+    Experiment(
+        slug="gpucb-stopping",
+        paper="GP-UCB with tighter instantaneous regret bounds and provable (eps, delta) stopping",
+        summary="The (eps, delta) rule with the tighter bound vs the classical bound, the UCB-LCB gap rule, an EI threshold and a fixed budget on GP-prior draws, Branin, Hartmann-6, Ackley-4 and an SVM-on-digits HPO table.",
+        target="neurips26.reproduce.gpucb_stopping:run",
+    )
+)

@@ -1,0 +1,46 @@
+"""The gpucb-stopping reproduction end to end at a tiny size, and its shipped HPO table."""
+
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("botorch")
+from neurips26 import reproduce  # noqa: E402
+from neurips26.reproduce import gpucb_stopping as exp_mod  # noqa: E402
+from neurips26.reproduce import run_experiment  # noqa: E402
+
+TINY = dict(gp_runs=6, gp_iters=15, synth=("branin",), synth_seeds=(0,), synth_iters=4, hpo_seeds=(0,), hpo_iters=4)
+
+
+def test_gpucb_experiment_contract(monkeypatch, tmp_path):
+    monkeypatch.setitem(exp_mod.SIZES, True, TINY)
+    out = run_experiment(reproduce.get("gpucb-stopping"), tmp_path, seed=0, quick=True)
+    s = out["metrics"]["summary"]
+    assert set(s) == {"gp-prior", "branin", "hpo-svm"}
+    for prob in s.values():
+        for rule in exp_mod.RULES:
+            v = prob[rule]
+            assert 0 <= v["ci_low"] <= v["eps_optimal_fraction"] <= v["ci_high"] <= 1
+            assert v["simple_regret"] >= -1e-9
+        assert prob["fixed budget"]["stopped_fraction"] in (0.0, 1.0)
+    # the paired comparison is a property of the bounds: it must hold on every run
+    assert s["gp-prior"]["tight_no_later_fraction"] == 1.0
+    for claim in out["claims"]:
+        assert math.isfinite(claim["ours"]) and math.isfinite(claim["baseline"])
+    assert (tmp_path / "gpucb-stopping" / "stopping.png").exists()
+
+
+def test_hpo_table_is_a_full_grid_of_accuracies():
+    t = exp_mod.load_hpo_table()
+    assert t.shape == (225, 4)
+    assert len(np.unique(t[:, 0])) == 15 and len(np.unique(t[:, 1])) == 15
+    assert np.all((t[:, 2] > 0) & (t[:, 2] <= 1)) and np.all(t[:, 3] >= 0)
+    assert t[:, 2].max() > 0.97  # a tuned RBF SVM on digits is ~98-99 % accurate
+    assert t[:, 2].min() < 0.5  # and the grid reaches badly tuned corners
+
+
+def test_clopper_pearson_brackets_the_estimate():
+    lo, hi = exp_mod.clopper_pearson(90, 100)
+    assert lo < 0.9 < hi and math.isclose(lo, 0.8238, abs_tol=2e-3)
+    assert exp_mod.clopper_pearson(0, 10)[0] == 0.0 and exp_mod.clopper_pearson(10, 10)[1] == 1.0
