@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-EXTRAS ?= llm,dist,bo,dev
+EXTRAS ?= llm,dist,bo,dev,chem
 
 .PHONY: install demo test bench clean
 

@@ -1,4 +1,4 @@
-"""``neurips26 list | run | report | pome``.
+"""``neurips26 list | run | report | pome | lsbo``.
 
 Exit status: 0 on success, 1 when an experiment failed, 2 for bad usage or input.
 """
@@ -144,6 +144,30 @@ def cmd_pome(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lsbo_train_vae(args: argparse.Namespace) -> int:
+    from .bayesopt.pretrained import DEFAULT_EPOCHS, TASKS, cache_path, pretrained_codec
+
+    if args.task not in TASKS:
+        console.print(f"[red]error:[/] --task must be one of {', '.join(TASKS)}, got {args.task!r}")
+        return 2
+    if args.epochs is not None and args.epochs < 1:
+        console.print(f"[red]error:[/] --epochs must be >= 1, got {args.epochs}")
+        return 2
+    epochs = args.epochs or DEFAULT_EPOCHS[args.task]
+    try:
+        with _progress() as progress:
+            task = progress.add_task(f"training the {args.task} VAE", total=epochs)
+            _, meta = pretrained_codec(args.task, epochs=epochs, retrain=args.force,
+                                       on_epoch=lambda e, loss: progress.update(task, advance=1,
+                                                                                 description=f"loss {loss:.3f}"))
+    except ImportError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2
+    out_console.print(f"{args.task} VAE: {meta['epochs']} epochs on {meta['n_train']} objects, final loss "
+                      f"{meta['losses'][-1]:.3f} -> {cache_path(args.task)}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="neurips26", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -175,6 +199,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pm.add_argument("--overwrite", action="store_true", help="replace an existing output")
     pm.set_defaults(func=cmd_pome)
+
+    ls = sub.add_parser("lsbo", help="latent-space BO utilities")
+    ls_sub = ls.add_subparsers(dest="lsbo_command", required=True)
+    tv = ls_sub.add_parser("train-vae", help="train and cache the small VAE of an LSBO task")
+    tv.add_argument("--task", default="molecules", help="molecules (SELFIES, rdkit's NCI set) or robot")
+    tv.add_argument("--epochs", type=int, default=None, help="training epochs (default: the task's)")
+    tv.add_argument("--force", action="store_true", help="retrain even if a cached VAE exists")
+    tv.set_defaults(func=cmd_lsbo_train_vae)
     return p
 
 

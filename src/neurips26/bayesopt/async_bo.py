@@ -29,10 +29,12 @@ from .kriging_believer import SearchSpace
 __all__ = ["fit_gp", "AsyncBayesOpt", "AsyncResult", "simulate_async", "SimulationResult"]
 
 
-def fit_gp(X: Tensor, Y: Tensor, bounds: Tensor, noise: float | None = None, state: dict | None = None):
+def fit_gp(X: Tensor, Y: Tensor, bounds: Tensor, noise: float | None = None, state: dict | None = None,
+           fit: bool = True):
     """A ``SingleTaskGP`` on inputs normalized to ``bounds`` and standardized outcomes,
     hyperparameters by marginal likelihood (``fit_gpytorch_mll``), warm-started from
-    ``state`` (a previous model's state_dict) when given. ``noise`` fixes the observation
+    ``state`` (a previous model's state_dict) when given; ``fit=False`` keeps the ``state``
+    hyperparameters as they are (new data, no refit). ``noise`` fixes the observation
     variance (original scale) instead of learning it."""
     from botorch.fit import fit_gpytorch_mll
     from botorch.models import SingleTaskGP
@@ -47,10 +49,11 @@ def fit_gp(X: Tensor, Y: Tensor, bounds: Tensor, noise: float | None = None, sta
         own = model.state_dict()
         model.load_state_dict({k: v for k, v in state.items() if k in own and own[k].shape == v.shape
                                and "outcome_transform" not in k and "input_transform" not in k}, strict=False)
-    try:
-        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
-    except Exception:  # noqa: BLE001 - a failed fit keeps the (warm-started) hyperparameters
-        pass
+    if fit:
+        try:
+            fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+        except Exception:  # noqa: BLE001 - a failed fit keeps the (warm-started) hyperparameters
+            pass
     model.eval()
     return model
 

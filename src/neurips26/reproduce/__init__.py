@@ -94,3 +94,11 @@ register(
         target="neurips26.reproduce.gpucb_stopping:run",
     )
 )
+register(
+    Experiment(
+        slug="lsbo-marginalized-kernel",
+        paper="Latent-space Bayesian optimization with a marginalized quadratic kernel and geometry-aware sampling",
+        summary="LSBO through small VAEs (SELFIES molecules from rdkit's NCI set; planar robot arms): marginalized quadratic vs RBF-on-means vs expected-RBF kernels, TuRBO box vs geometry-aware candidates, RBF bandwidth sweep.",
+        target="neurips26.reproduce.lsbo_marginalized_kernel:run",
+    )
+)

@@ -4,6 +4,8 @@ standard library's docstrings)."""
 
 from __future__ import annotations
 
+import contextlib
+
 import importlib
 import inspect
 import math
@@ -166,3 +168,15 @@ def _docstrings(mod) -> list[str]:
             if doc:
                 parts.append(doc)
     return parts
+
+
+@contextlib.contextmanager
+def quiet_bo_warnings():
+    """BoTorch's data warnings (unstandardized outcomes on purpose, in the GP-prior runs) and
+    the optimizer's RuntimeWarnings of warm-started fits are expected in the BO experiments."""
+    from botorch.exceptions import InputDataWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InputDataWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield

@@ -32,6 +32,7 @@ import torch
 from neurips26.bayesopt import (EIThresholdRule, EpsDeltaRule, FixedBudget, RuleRace, UCBLCBGapRule, bayes_opt_loop,
                                 gp_ucb)
 
+from ._common import quiet_bo_warnings
 from ._harness import RunContext
 
 SIZES = {
@@ -161,13 +162,7 @@ def summarize(runs: list[dict], eps: float) -> dict:
 
 
 def run(ctx: RunContext) -> None:
-    import warnings
-
-    from botorch.exceptions import InputDataWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", InputDataWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with quiet_bo_warnings():
         _run(ctx)
 
 

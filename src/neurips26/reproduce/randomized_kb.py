@@ -29,6 +29,7 @@ import torch
 from neurips26.bayesopt import (BUCB, BatchThompson, KrigingBeliever, LocalPenalization, QLogNEI, RandomProposer,
                                 SearchSpace, fit_gp, simulate_async)
 
+from ._common import quiet_bo_warnings
 from ._harness import RunContext
 
 SIZES = {
@@ -126,15 +127,7 @@ class Synthetic:
                 state["model"], state["n_fit"] = fit_gp(X, Y, self.space.bounds, state=prev), len(Y)
                 return state["model"]
             # between refits: same hyperparameters, new data (no marginal-likelihood fit)
-            from botorch.models import SingleTaskGP
-            from botorch.models.transforms import Normalize, Standardize
-
-            m = SingleTaskGP(X, Y[:, None], input_transform=Normalize(X.shape[-1], bounds=self.space.bounds),
-                             outcome_transform=Standardize(1))
-            own = m.state_dict()
-            m.load_state_dict({k: v for k, v in state["model"].state_dict().items()
-                               if k in own and own[k].shape == v.shape and "transform" not in k}, strict=False)
-            return m.eval()
+            return fit_gp(X, Y, self.space.bounds, state=state["model"].state_dict(), fit=False)
 
         return build
 
@@ -178,15 +171,7 @@ def loglog_slope(curve: np.ndarray) -> float:
 
 
 def run(ctx: RunContext) -> None:
-    import warnings
-
-    from botorch.exceptions import InputDataWarning
-
-    # The GP-prior runs use the exact prior (unstandardized outcomes on purpose) and the
-    # fits are warm-started: BoTorch's data and optimizer warnings are expected here.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", InputDataWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with quiet_bo_warnings():
         _run(ctx)
 
 
@@ -252,8 +237,9 @@ def claims(ctx, summary) -> None:
             se = math.hypot(r[key + "_se"], ts[key + "_se"])
             ctx.claim(f"{prob} {setting}: randomized KB's run-averaged simple regret within one SE of, or below, batch TS's",
                       r[key], ts[key], r[key] <= ts[key] + se)
-            ctx.claim(f"{prob} {setting}: randomized KB beats plain KB (run-averaged simple regret)",
-                      r[key], kb[key], r[key] < kb[key])
+            if setting != "Q=1":  # with one point at a time no fantasy is made: KB variants coincide
+                ctx.claim(f"{prob} {setting}: randomized KB beats plain KB (run-averaged simple regret)",
+                          r[key], kb[key], r[key] < kb[key])
         gp = summary.get(prob, {})
         if prob == "gp-prior":
             for setting, m in gp.items():
