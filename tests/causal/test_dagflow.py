@@ -1,0 +1,177 @@
+"""DAG-flow path following: with no acyclicity term it is each column's lasso path
+(scikit-learn's lars_path, breakpoints and coefficients to 1e-8); with one, stationarity
+holds at every knot, a fixed-support stretch matches re-solving from scratch, an independent
+L-BFGS-B solve started at a path point stays there, and events sit where their conditions hold."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from sklearn.linear_model import lars_path
+
+from neurips26.causal import DagmaObjective, NotearsObjective, follow_path, is_acyclic
+
+
+def sem_data(n=120, d=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X[:, 1] += 0.8 * X[:, 0]
+    X[:, 3] += 0.5 * X[:, 1] - 0.7 * X[:, 2]
+    X[:, 4] += 0.6 * X[:, 3]
+    return X
+
+
+def kkt_residual(obj, W, lam):
+    g = obj.grad(W)
+    off = ~np.eye(obj.d, dtype=bool)
+    act = (W != 0) & off
+    r_act = np.abs(g[act] + lam * np.sign(W[act])).max() if act.any() else 0.0
+    r_in = max(0.0, (np.abs(g[off & ~act]) - lam).max()) if (off & ~act).any() else 0.0
+    return max(r_act, r_in)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_without_acyclicity_the_path_is_each_columns_lasso_path(seed):
+    X = sem_data(seed=seed)
+    Xc = X - X.mean(0)
+    path = follow_path(NotearsObjective(X, rho=0.0), lambda_min_ratio=1e-2, max_step=1.0)
+    lam_min = path.lambdas[-1]
+    d = X.shape[1]
+    for j in range(d):
+        others = [i for i in range(d) if i != j]
+        alphas, _, coefs = lars_path(Xc[:, others], Xc[:, j], method="lasso")
+        keep = alphas >= lam_min  # lars_path runs on to alpha = 0
+        ours = sorted((e.lam for e in path.events if e.kind in ("enter", "leave") and e.edge[1] == j), reverse=True)
+        assert np.allclose(ours, alphas[keep], atol=1e-8, rtol=0)
+        for a, c in zip(alphas[keep], coefs.T[keep]):
+            assert np.abs(path.W_at(a)[others, j] - c).max() < 1e-8
+
+
+def find_lasso_drop():
+    """A small design whose lasso path has a variable leave (found by lars_path)."""
+    for seed in range(500):
+        rng = np.random.default_rng(seed)
+        X = rng.normal(size=(30, 6)) @ rng.normal(size=(6, 6))
+        alphas, active, coefs = lars_path(X[:, 1:] - X[:, 1:].mean(0), X[:, 0] - X[:, 0].mean(), method="lasso")
+        nnz = (np.abs(coefs) > 1e-12).sum(0)  # lars leaves round-off (1e-17) where a variable drops
+        drops = [k for k in range(1, len(nnz)) if nnz[k] < nnz[k - 1]]
+        if drops and alphas[drops[0]] > 0.01 * alphas[0]:
+            return X, alphas[drops[0]]
+    raise AssertionError("no design with a drop found")
+
+
+def test_a_leave_event_is_found_at_its_known_lambda():
+    X, lam_drop = find_lasso_drop()
+    path = follow_path(NotearsObjective(X, rho=0.0), lambda_min_ratio=1e-3, max_step=1.0)
+    leaves = [e.lam for e in path.events if e.kind == "leave" and e.edge[1] == 0]
+    assert min(abs(lam - lam_drop) for lam in leaves) < 1e-8
+
+
+@pytest.mark.parametrize("make", [lambda X: NotearsObjective(X, rho=2.0, alpha=0.5), lambda X: DagmaObjective(X, mu=1.0)])
+def test_stationarity_at_every_knot_and_events_where_their_conditions_hold(make):
+    obj = make(sem_data())
+    path = follow_path(obj, lambda_min_ratio=0.05, max_step=0.05)
+    assert path.stopped == "end"
+    for lam, W in zip(path.lambdas, path.weights):
+        assert kkt_residual(obj, W, lam) <= 1e-6
+    for e in path.events:
+        if e.kind == "enter":  # |∂_ij f| = λ at the entry
+            k = int(np.argmin(np.abs(path.lambdas - e.lam)))
+            g = obj.grad(path.weights[k])
+            assert abs(abs(g[e.edge]) - e.lam) < 1e-6
+        if e.kind == "leave":
+            k = int(np.argmin(np.abs(path.lambdas - e.lam)))
+            assert path.weights[k][e.edge] == 0 and path.weights[k - 1][e.edge] != 0
+    for _, A in path.candidate_dags(threshold=0.1):
+        assert is_acyclic(A)
+
+
+def test_fixed_support_stretch_matches_resolving_from_scratch():
+    obj = NotearsObjective(sem_data(), rho=2.0, alpha=0.5)
+    path = follow_path(obj, lambda_min_ratio=0.05, max_step=0.005)
+    # the longest stretch of knots with one support
+    masks = [tuple((W != 0).ravel()) for W in path.weights]
+    best, start = (0, 0), 0
+    for k in range(1, len(masks) + 1):
+        if k == len(masks) or masks[k] != masks[start]:
+            best = max(best, (k - start, start))
+            start = k
+    length, s0 = best
+    assert length >= 20
+    ks = np.linspace(s0, s0 + length - 1, 20).astype(int)
+    support = np.argwhere(path.weights[ks[0]] != 0)
+    signs = np.sign(path.weights[ks[0]][support[:, 0], support[:, 1]])
+    for k in ks:
+        lam = path.lambdas[k]
+
+        def fun(w):
+            W = np.zeros((obj.d, obj.d))
+            W[support[:, 0], support[:, 1]] = w
+            g = obj.grad(W)[support[:, 0], support[:, 1]]
+            return obj.value(W) + lam * signs @ w, g + lam * signs
+
+        res = minimize(fun, np.zeros(len(support)), jac=True, method="BFGS", options={"gtol": 1e-11})
+        assert np.abs(res.x - path.weights[k][support[:, 0], support[:, 1]]).max() < 1e-6
+
+
+def test_an_independent_lbfgs_solve_from_a_path_point_stays_there():
+    """The ℓ1 problem as a smooth bound-constrained one (W = W⁺ − W⁻, both ≥ 0), solved by
+    scipy's L-BFGS-B from the path's own point at λ: it must not move by more than 1e-4."""
+    obj = NotearsObjective(sem_data(), rho=2.0, alpha=0.5)
+    path = follow_path(obj, lambda_min_ratio=0.05, max_step=0.05)
+    d = obj.d
+    off = ~np.eye(d, dtype=bool)
+    for k in (len(path.lambdas) // 3, len(path.lambdas) - 1):
+        lam, W0 = path.lambdas[k], path.weights[k]
+
+        def fun(z):
+            P, M = z[: d * d].reshape(d, d), z[d * d:].reshape(d, d)
+            W = (P - M) * off
+            g = obj.grad(W)
+            return obj.value(W) + lam * (P + M)[off].sum(), np.concatenate([(g + lam) * off, (-g + lam) * off]).ravel()
+
+        z0 = np.concatenate([np.maximum(W0, 0), np.maximum(-W0, 0)]).ravel()
+        res = minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=[(0, None)] * (2 * d * d),
+                       options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 5000})
+        W = (res.x[: d * d] - res.x[d * d:]).reshape(d, d) * off
+        assert np.abs(W - W0).max() < 1e-4
+
+
+def test_path_object_queries_and_errors():
+    obj = NotearsObjective(sem_data(), rho=0.0)
+    path = follow_path(obj, lambda_min_ratio=0.01, max_step=1.0)
+    stab = path.edge_stability()
+    assert stab.shape == (5, 5) and np.all((0 <= stab) & (stab <= 1)) and np.all(np.diag(stab) == 0)
+    assert stab[0, 1] > 0.5  # the strongest dependence is present over most of the path
+    with pytest.raises(ValueError, match="outside"):
+        path.W_at(10 * path.lambdas[0])
+    with pytest.raises(ValueError, match="lambda_min_ratio"):
+        follow_path(obj, lambda_min_ratio=0.0)
+    assert not is_acyclic(np.array([[0, 1], [1, 0]])) and is_acyclic(np.array([[0, 1], [0, 0]]))
+
+
+def test_estimator_selects_acyclic_graphs_and_refuses_bad_options():
+    from neurips26.causal import DagFlow
+
+    X = sem_data(n=300)
+    model = DagFlow("dagma", lambda_min_ratio=0.02).fit(X)
+    for criterion in ("bic", "stability"):
+        A = model.select(criterion)
+        assert A.shape == (5, 5) and is_acyclic(A)
+    bic = model.select("bic")
+    assert bic[0, 1] or bic[1, 0]  # the strongest dependence is found
+    assert is_acyclic(model.graph_at(model.path_.lambdas[-1]))
+    assert sum(model.n_evaluations_.values()) > 0
+    with pytest.raises(ValueError, match="formulation"):
+        DagFlow("pc")
+    with pytest.raises(ValueError, match="criterion"):
+        model.select("aic")
+
+
+def test_make_acyclic_removes_only_the_weakest_edge_of_a_cycle():
+    from neurips26.causal import make_acyclic
+
+    W = np.zeros((4, 4))
+    W[0, 1], W[1, 2], W[2, 0] = 1.0, 0.9, 0.5  # cycle 0 → 1 → 2 → 0, weakest 2 → 0
+    W[3, 0] = 0.4  # weaker than every cycle edge, but on no cycle: must stay
+    A = make_acyclic(W, 0.3)
+    assert is_acyclic(A) and A[2, 0] == 0 and A[3, 0] == 1 and A[0, 1] == 1 and A[1, 2] == 1
