@@ -16,6 +16,8 @@ products and Hessians on a support come from autograd on that one definition.
 
 from __future__ import annotations
 
+import abc
+
 import numpy as np
 import torch
 
@@ -50,7 +52,7 @@ def dagma_h(W: torch.Tensor, s: float = 1.0) -> torch.Tensor:
     return -logdet + d * np.log(s)
 
 
-class SEMObjective:
+class SEMObjective(abc.ABC):
     """Base: data handling and the derivative machinery over ``_value(W)``."""
 
     name = "sem"
@@ -68,8 +70,9 @@ class SEMObjective:
         D = torch.eye(self.d, dtype=W.dtype) - W
         return 0.5 * torch.trace(D.T @ self.cov @ D)
 
-    def _value(self, W: torch.Tensor) -> torch.Tensor:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _value(self, W: torch.Tensor) -> torch.Tensor:
+        """f(W) as a differentiable float64 scalar."""
 
     def _as_tensor(self, W) -> torch.Tensor:
         W = torch.as_tensor(W, dtype=torch.float64)
