@@ -24,6 +24,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
+from ._gp import load_hyperparameters
 from .kriging_believer import SearchSpace
 
 __all__ = ["fit_gp", "AsyncBayesOpt", "AsyncResult", "simulate_async", "SimulationResult"]
@@ -45,10 +46,7 @@ def fit_gp(X: Tensor, Y: Tensor, bounds: Tensor, noise: float | None = None, sta
     kw = {"train_Yvar": torch.full_like(Y, noise)} if noise is not None else {}
     model = SingleTaskGP(X, Y, input_transform=Normalize(X.shape[-1], bounds=bounds),
                          outcome_transform=Standardize(1), **kw)
-    if state is not None:
-        own = model.state_dict()
-        model.load_state_dict({k: v for k, v in state.items() if k in own and own[k].shape == v.shape
-                               and "outcome_transform" not in k and "input_transform" not in k}, strict=False)
+    load_hyperparameters(model, state)
     if fit:
         try:
             fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))

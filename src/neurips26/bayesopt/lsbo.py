@@ -30,6 +30,7 @@ from typing import Callable, Sequence
 import torch
 from torch import Tensor, nn
 
+from ._gp import load_hyperparameters
 from .geometry import isotropic_ball, mahalanobis_ball, trust_region_box
 
 __all__ = ["SequenceVAE", "train_vae", "TokenCodec", "LatentSpaceBO", "LSBOResult", "make_surrogate", "save_vae", "load_vae"]
@@ -217,10 +218,7 @@ def make_surrogate(kind: str, X: Tensor, Y: Tensor, latent_dim: int, lengthscale
     if lengthscale_init is not None and kind != "marginalized":
         base.lengthscale = lengthscale_init
     model = SingleTaskGP(X, Y.reshape(-1, 1), covar_module=ScaleKernel(base), outcome_transform=Standardize(1))
-    if state is not None:
-        own = model.state_dict()
-        model.load_state_dict({k: v for k, v in state.items() if k in own and own[k].shape == v.shape
-                               and "transform" not in k}, strict=False)
+    load_hyperparameters(model, state)
     try:
         fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model),
                          optimizer_kwargs={"options": {"maxiter": maxiter}})

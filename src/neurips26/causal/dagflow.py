@@ -29,7 +29,8 @@ import numpy as np
 
 from .objectives import DagmaObjective, SEMObjective
 
-__all__ = ["PathEvent", "RegularizationPath", "follow_path", "is_acyclic", "make_acyclic", "refit_bic", "DagFlow"]
+__all__ = ["PathEvent", "RegularizationPath", "follow_path", "is_acyclic", "make_acyclic", "refit_bic", "select_by_bic",
+           "DagFlow"]
 
 
 @dataclass(frozen=True)
@@ -243,22 +244,25 @@ def follow_path(objective: SEMObjective, lambda_min_ratio: float = 1e-3, max_ste
         violated = (leave_m < -tol).any() or (enter_m_ < -tol).any()
         if violated:  # the linear prediction missed a nonlinear crossing: bisect to the first one
             lo_d, hi_d = 0.0, delta
+            at_hi = (W_new, leave_m, enter_m_, g_new)  # the corrected point at hi_d, kept to avoid a re-solve
             for _ in range(200):
                 mid = 0.5 * (lo_d + hi_d)
                 Wm = corrected(mid)
                 if Wm is None:
-                    hi_d = mid
+                    hi_d, at_hi = mid, None
                     continue
-                lm, em, _ = _margins(objective, Wm, A, s, inactive, lam - mid)
+                lm, em, gm = _margins(objective, Wm, A, s, inactive, lam - mid)
                 if (lm < -tol).any() or (em < -tol).any():
-                    hi_d = mid
+                    hi_d, at_hi = mid, (Wm, lm, em, gm)
                 else:
                     lo_d = mid
                 if hi_d - lo_d <= tol * lam_max:
                     break
             delta = hi_d
-            W_new = corrected(delta)
-            leave_m, enter_m_, g_new = _margins(objective, W_new, A, s, inactive, lam - delta)
+            if at_hi is None:
+                W_new = corrected(delta)
+                at_hi = (W_new, *_margins(objective, W_new, A, s, inactive, lam - delta))
+            W_new, leave_m, enter_m_, g_new = at_hi
             hit = True
             margins = np.concatenate([leave_m, enter_m_])
             k_ev = int(np.argmin(margins))
@@ -345,6 +349,11 @@ def refit_bic(X: np.ndarray, A: np.ndarray) -> float:
     return float(total + np.log(n) * A.sum())
 
 
+def select_by_bic(X: np.ndarray, graphs) -> np.ndarray:
+    """The graph (0/1 adjacency) of lowest ``refit_bic`` among ``graphs`` (the first on ties)."""
+    return graphs[int(np.argmin([refit_bic(X, A) for A in graphs]))]
+
+
 class DagFlow:
     """Scikit-learn-style estimator: ``DagFlow(formulation).fit(X)`` follows the path;
     ``path_`` is the :class:`RegularizationPath`, ``graph_at(λ)`` the thresholded acyclic
@@ -384,9 +393,7 @@ class DagFlow:
 
     def select(self, criterion: str = "bic", min_stability: float = 0.5) -> np.ndarray:
         if criterion == "bic":
-            graphs = [make_acyclic(W, self.threshold) for W in self.path_.weights]
-            scores = [refit_bic(self.X_, A) for A in graphs]
-            return graphs[int(np.argmin(scores))]
+            return select_by_bic(self.X_, [make_acyclic(W, self.threshold) for W in self.path_.weights])
         if criterion == "stability":
             stab = self.path_.edge_stability(self.threshold)
             return make_acyclic(np.where(stab >= min_stability, stab, 0.0), 0.0)

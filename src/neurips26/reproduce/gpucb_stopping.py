@@ -73,15 +73,17 @@ def gp_prior_runs(cfg, ctx) -> list[dict]:
         f = L @ torch.randn(50, generator=gen, dtype=torch.float64)
         race = make_rules(EPS["gp-prior"], cfg["gp_iters"])
         gp_ucb(f, K, 0.01, race, DELTA, cfg["gp_iters"], gen)
-        out.append(outcomes(race, lambda i: float(f.max() - f[i]), cfg["gp_iters"]))
+        out.append(outcomes(race, lambda _, d: float(f.max() - f[d.incumbent]), cfg["gp_iters"]))
     return out
 
 
 def outcomes(race: RuleRace, regret_of, budget: int) -> dict:
+    """Per rule: stopping iteration (the budget if it never stopped), whether it stopped, and
+    ``regret_of(rule, decision)`` of the point it returns."""
     res = {}
     for name in RULES:
         t, d, stopped = race.outcome(name)
-        res[name] = {"t": t if stopped else budget, "stopped": stopped, "regret": regret_of(d.incumbent)}
+        res[name] = {"t": t if stopped else budget, "stopped": stopped, "regret": regret_of(name, d)}
     return res
 
 
@@ -104,12 +106,7 @@ def synthetic_runs(name, cfg, ctx) -> list[dict]:
         bayes_opt_loop(f, bounds, race, delta=DELTA, n_init=2 * bounds.shape[1], max_iter=cfg["synth_iters"],
                        seed=seed)
         # the loop's domain changes every iteration: score each rule's incumbent as a point
-        res = {}
-        for rule in RULES:
-            t, _, stopped = race.outcome(rule)
-            regret = f_star - float(f(race.points[rule][None])[0])
-            res[rule] = {"t": t if stopped else cfg["synth_iters"], "stopped": stopped, "regret": regret}
-        out.append(res)
+        out.append(outcomes(race, lambda rule, _: f_star - float(f(race.points[rule][None])[0]), cfg["synth_iters"]))
     return out
 
 
@@ -139,7 +136,7 @@ def hpo_runs(cfg, ctx) -> list[dict]:
         race = make_rules(EPS["hpo-svm"], cfg["hpo_iters"])
         bayes_opt_loop(objective, bounds, race, delta=DELTA, n_init=5, max_iter=cfg["hpo_iters"], seed=seed,
                        candidates=X)
-        out.append(outcomes(race, lambda i: f_star - float(acc[i]), cfg["hpo_iters"]))
+        out.append(outcomes(race, lambda _, d: f_star - float(acc[d.incumbent]), cfg["hpo_iters"]))
     return out
 
 
