@@ -8,7 +8,7 @@ import pytest
 from scipy.optimize import minimize
 from sklearn.linear_model import lars_path
 
-from neurips26.causal import DagmaObjective, NotearsObjective, follow_path, is_acyclic
+from neurips26.causal import DagmaObjective, NotearsObjective, follow_path, is_acyclic, local_minimum
 
 
 def sem_data(n=120, d=5, seed=0):
@@ -66,7 +66,8 @@ def test_a_leave_event_is_found_at_its_known_lambda():
     assert min(abs(lam - lam_drop) for lam in leaves) < 1e-8
 
 
-@pytest.mark.parametrize("make", [lambda X: NotearsObjective(X, rho=2.0, alpha=0.5), lambda X: DagmaObjective(X, mu=1.0)])
+@pytest.mark.parametrize("make", [lambda X: NotearsObjective(X, rho=2.0, alpha=0.5), lambda X: DagmaObjective(X, mu=1.0),
+                                  lambda X: DagmaObjective(X, mu=0.01)])  # μ = 0.01: the path folds and jumps
 def test_stationarity_at_every_knot_and_events_where_their_conditions_hold(make):
     obj = make(sem_data())
     path = follow_path(obj, lambda_min_ratio=0.05, max_step=0.05)
@@ -83,6 +84,45 @@ def test_stationarity_at_every_knot_and_events_where_their_conditions_hold(make)
             assert path.weights[k][e.edge] == 0 and path.weights[k - 1][e.edge] != 0
     for _, A in path.candidate_dags(threshold=0.1):
         assert is_acyclic(A)
+
+
+def test_a_fold_is_found_where_the_support_hessian_turns_singular_and_the_path_jumps_lower():
+    """DAGMA at μ = 0.01 on this design: a 2-cycle's minima end in a fold. The fold must sit
+    where H_AA's smallest eigenvalue reaches 0 (relative 1e-5), the jump must land on a strict
+    local minimum (KKT, H_AA positive definite) whose objective is below the old branch's
+    point at the same λ, and the path must go on to λ_min."""
+    obj = DagmaObjective(sem_data(seed=0), mu=0.01)
+    path = follow_path(obj, lambda_min_ratio=0.05, max_step=0.05)
+    assert path.stopped == "end"
+    folds = [e for e in path.events if e.kind == "fold"]
+    assert len(folds) >= 1 and folds[0].edge is not None
+    lam = folds[0].lam
+    k = int(np.flatnonzero(path.lambdas == lam)[0])  # the knot after the jump
+    W_old, W_new = path.weights[k - 1], path.weights[k]
+    A_old = np.argwhere(W_old != 0)
+    H = obj.hessian_on(W_old, A_old)
+    eig = np.linalg.eigvalsh(H)
+    assert eig[0] <= 1e-5 * eig[-1]
+    assert kkt_residual(obj, W_new, lam) <= 1e-6
+    A_new = np.argwhere(W_new != 0)
+    assert np.linalg.eigvalsh(obj.hessian_on(W_new, A_new))[0] > 0
+    F = lambda W: obj.value(W) + lam * np.abs(W).sum()  # noqa: E731
+    assert F(W_new) < F(W_old)
+
+
+def test_local_minimum_of_the_convex_case_is_each_columns_lasso_solution():
+    from sklearn.linear_model import Lasso
+
+    X = sem_data(seed=3)
+    Xc = X - X.mean(0)
+    obj = NotearsObjective(X, rho=0.0)
+    lam = 0.05
+    W0 = np.random.default_rng(0).normal(size=(5, 5))
+    W = local_minimum(obj, W0, lam)
+    for j in range(5):
+        others = [i for i in range(5) if i != j]
+        ref = Lasso(alpha=lam, fit_intercept=False, tol=1e-14, max_iter=100000).fit(Xc[:, others], Xc[:, j])
+        assert np.abs(W[others, j] - ref.coef_).max() < 1e-7
 
 
 def test_fixed_support_stretch_matches_resolving_from_scratch():
@@ -165,6 +205,27 @@ def test_estimator_selects_acyclic_graphs_and_refuses_bad_options():
         DagFlow("pc")
     with pytest.raises(ValueError, match="criterion"):
         model.select("aic")
+
+
+def test_a_mu_schedule_follows_one_path_per_mu_and_selects_among_all_of_them():
+    from neurips26.causal import DagFlow, refit_bic
+
+    X = sem_data(n=300)
+    model = DagFlow("dagma", mu=(1.0, 0.01), lambda_min_ratio=0.05).fit(X)
+    assert len(model.paths_) == 2 and model.path_ is model.paths_[0]
+    # the second path is DAGMA's objective at μ = 0.01: its λ_max is μ times the first one's
+    assert np.isclose(model.paths_[1].lambdas[0], 0.01 * model.paths_[0].lambdas[0], rtol=1e-6)
+    graphs = model.candidate_graphs()
+    assert all(is_acyclic(A) for A in graphs)
+    assert len({A.tobytes() for A in graphs}) == len(graphs)
+    single = DagFlow("dagma", mu=1.0, lambda_min_ratio=0.05).fit(X).candidate_graphs()
+    assert len(graphs) > len(single)
+    best = model.select("bic")
+    assert refit_bic(model.X_, best) == min(refit_bic(model.X_, A) for A in graphs)
+    with pytest.raises(ValueError, match="dagma"):
+        DagFlow("notears", mu=(1.0, 0.1))
+    with pytest.raises(ValueError, match="positive"):
+        DagFlow("dagma", mu=(1.0, 0.0))
 
 
 def test_make_acyclic_removes_only_the_weakest_edge_of_a_cycle():

@@ -40,6 +40,20 @@ def test_dagma_objective_matches_the_dagma_package():
         assert np.abs(ours.grad(W)[off] - (mu * g_score + g_h)[off]).max() < 1e-10
 
 
+@pytest.mark.parametrize("mu, s", [(1.0, 1.0), (0.01, 0.8)])
+def test_dagma_closed_form_derivatives_equal_autograd(mu, s):
+    """DagmaObjective overrides grad / hvp / hessian_on with closed forms; autograd on the one
+    ``_value`` definition (the base class) is the reference."""
+    from neurips26.causal import SEMObjective
+
+    obj = DagmaObjective(data(d=5), mu=mu, s=s)
+    W, V = small_W(d=5, seed=4, scale=0.25), small_W(d=5, seed=5, scale=1.0)
+    support = np.argwhere(~np.eye(5, dtype=bool))[::2]
+    assert np.abs(obj.grad(W) - SEMObjective.grad(obj, W)).max() < 1e-12
+    assert np.abs(obj.hvp(W, V) - SEMObjective.hvp(obj, W, V)).max() < 1e-12
+    assert np.abs(obj.hessian_on(W, support) - SEMObjective.hessian_on(obj, W, support)).max() < 1e-12
+
+
 def test_notears_value_and_gradient_closed_form():
     X = data()
     W = small_W()

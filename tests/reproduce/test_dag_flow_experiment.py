@@ -12,7 +12,8 @@ from neurips26.causal import is_acyclic  # noqa: E402
 from neurips26.reproduce import dag_flow as exp_mod  # noqa: E402
 from neurips26.reproduce import run_experiment  # noqa: E402
 
-TINY = dict(settings=(("ER2", 5, 100),), seeds=(0,), grids=(3,), bootstrap=2, bootstrap_grid=2, sachs=False)
+TINY = dict(settings=(("ER2", 5, 100),), seeds=(0,), grids=(3,), bootstrap=2, bootstrap_grid=2, sachs=False,
+            golem_grid=2, golem_iter=300)
 
 
 def test_dag_flow_experiment_contract(monkeypatch, tmp_path):
@@ -24,7 +25,8 @@ def test_dag_flow_experiment_contract(monkeypatch, tmp_path):
         assert s[method]["evaluations"] > 0
     assert s["grid3"]["compute_ratio"] > 0 and 0 <= s["stability"]["dagflow"] <= 1
     assert s["notears3"]["best_shd"] >= 0 and s["notears3"]["compute_ratio"] > 0
-    assert len(out["claims"]) == 4 and all(math.isfinite(c["ours"]) for c in out["claims"])
+    assert s["golem2"]["best_shd"] >= 0 and s["golem2"]["evaluations"] == 600
+    assert len(out["claims"]) == 5 and all(math.isfinite(c["ours"]) for c in out["claims"])
     assert (tmp_path / "dag-flow" / "path.png").exists()
 
 

@@ -12,7 +12,9 @@ stationarity condition at the new λ. The step is limited by ``max_step`` (a fra
 
 * leave: an active W_a reaches 0 (the edge leaves the support);
 * enter: an inactive edge's gradient reaches |∂_j f| = λ (its subgradient condition breaks);
-* fold: H_AA stops being positive definite (a bifurcation; the path stops there and says so);
+* fold: H_AA stops being positive definite (the branch of local minima ends: located by
+  bisection on the step, then the path jumps to the neighbouring local minimum found by a
+  descent started along the negative-curvature direction, and goes on from there);
 * regime: for DAGMA, W leaves the domain where sI − W∘W is an M-matrix.
 
 A predicted event is then located on the corrected path by a secant / bisection search to
@@ -29,7 +31,7 @@ import numpy as np
 
 from .objectives import DagmaObjective, SEMObjective
 
-__all__ = ["PathEvent", "RegularizationPath", "follow_path", "is_acyclic", "make_acyclic", "refit_bic", "select_by_bic",
+__all__ = ["PathEvent", "RegularizationPath", "follow_path", "local_minimum", "is_acyclic", "make_acyclic", "refit_bic", "select_by_bic",
            "DagFlow"]
 
 
@@ -135,13 +137,12 @@ def _correct(objective: SEMObjective, W: np.ndarray, A: np.ndarray, s: np.ndarra
             return W, False
         # backtrack on the residual so that a far start does not overshoot
         t, base = 1.0, np.linalg.norm(F)
-        while t > 1e-6:
+        while True:
+            if t < 1e-6:  # no decrease along the Newton direction: round-off floor, or a singular H
+                return W, bool(np.max(np.abs(F)) <= 1e3 * tol)
             W_try = W.copy()
             W_try[A[:, 0], A[:, 1]] -= t * step
-            if not _in_domain(objective, W_try):
-                t /= 2
-                continue
-            if np.linalg.norm(objective.grad_on(W_try, A) + lam * s) < base:
+            if _in_domain(objective, W_try) and np.linalg.norm(objective.grad_on(W_try, A) + lam * s) < base:
                 break
             t /= 2
         W = W_try
@@ -186,6 +187,7 @@ def follow_path(objective: SEMObjective, lambda_min_ratio: float = 1e-3, max_ste
     lambdas, weights = [lam], [W.copy()]
     events = [PathEvent(lam, "enter", tuple(map(int, edges[first])))]
     stopped = "end"
+    fold_pending = False
     h_max = max_step * lam_max
     while lam > lam_min + 1e-15 * lam_max and len(lambdas) < max_knots:
         A, s = edges[in_A], sign[in_A]
@@ -194,10 +196,24 @@ def follow_path(objective: SEMObjective, lambda_min_ratio: float = 1e-3, max_ste
             dW = np.zeros(0)
         else:
             H = objective.hessian_on(W, A)
-            if np.linalg.eigvalsh(0.5 * (H + H.T)).min() <= 1e-12 * max(1.0, np.abs(H).max()):
-                events.append(PathEvent(lam, "fold", None))
-                stopped = "fold"
-                break
+            if fold_pending or not _positive_definite(H):
+                # the branch of minima ends here: jump to the neighbouring local minimum
+                fold_pending = False
+                lam_past = max(lam - 1e-4 * lam_max, lam_min)
+                jumped = _jump(objective, W, A, H, lam_past, tol) if lam_past < lam else None
+                if jumped is None:
+                    events.append(PathEvent(lam, "fold", None))
+                    stopped = "fold"
+                    break
+                W_j, edge = jumped
+                events.append(PathEvent(lam_past, "fold", edge))
+                W, lam = W_j, lam_past
+                off_diag = W[edges[:, 0], edges[:, 1]]
+                in_A, sign = off_diag != 0, np.sign(off_diag)
+                g = objective.grad(W)
+                lambdas.append(lam)
+                weights.append(W.copy())
+                continue
             dW = -np.linalg.solve(H, s)  # dW_A / dλ
         V = np.zeros((d, d))
         if len(A):
@@ -224,7 +240,13 @@ def follow_path(objective: SEMObjective, lambda_min_ratio: float = 1e-3, max_ste
             if not _in_domain(objective, W_p):
                 return None
             Wc, ok = _correct(objective, W_p, A, s, lam - dl, tol) if len(A) else (W_p, True)
-            return Wc if ok and _in_domain(objective, Wc) else None
+            if not ok or not _in_domain(objective, Wc):
+                return None
+            # the classical continuation test: a corrector that has to move further than half
+            # the predictor step may have jumped to another branch, so the step is refused
+            if len(A) and np.linalg.norm(Wc - W_p) > 0.5 * dl * np.linalg.norm(dW) + 1e3 * tol:
+                return None
+            return Wc
 
         W_new = corrected(delta)
         if W_new is None:  # left DAGMA's domain, or Newton failed: halve, then give up
@@ -236,39 +258,53 @@ def follow_path(objective: SEMObjective, lambda_min_ratio: float = 1e-3, max_ste
                 if W_new is not None:
                     ok = True
                     break
-            if not ok:
-                events.append(PathEvent(lam, "regime", None))
-                stopped = "regime"
-                break
+            if not ok:  # no step of any size on this branch: it ends here, as at a fold
+                fold_pending = True
+                continue
         leave_m, enter_m_, g_new = _margins(objective, W_new, A, s, inactive, lam - delta)
         violated = (leave_m < -tol).any() or (enter_m_ < -tol).any()
         if violated:  # the linear prediction missed a nonlinear crossing: bisect to the first one
-            lo_d, hi_d = 0.0, delta
+            lo_d, hi_d, W_lo = 0.0, delta, W
             at_hi = (W_new, leave_m, enter_m_, g_new)  # the corrected point at hi_d, kept to avoid a re-solve
             for _ in range(200):
+                if hi_d - lo_d <= tol * lam_max:
+                    break
                 mid = 0.5 * (lo_d + hi_d)
                 Wm = corrected(mid)
-                if Wm is None:
+                if Wm is None:  # Newton failed: treat as beyond the crossing
                     hi_d, at_hi = mid, None
                     continue
                 lm, em, gm = _margins(objective, Wm, A, s, inactive, lam - mid)
                 if (lm < -tol).any() or (em < -tol).any():
                     hi_d, at_hi = mid, (Wm, lm, em, gm)
                 else:
-                    lo_d = mid
-                if hi_d - lo_d <= tol * lam_max:
-                    break
-            delta = hi_d
-            if at_hi is None:
-                W_new = corrected(delta)
-                at_hi = (W_new, *_margins(objective, W_new, A, s, inactive, lam - delta))
-            W_new, leave_m, enter_m_, g_new = at_hi
-            hit = True
-            margins = np.concatenate([leave_m, enter_m_])
-            k_ev = int(np.argmin(margins))
+                    lo_d, W_lo = mid, Wm
+            if at_hi is not None:
+                delta = hi_d
+                W_new, leave_m, enter_m_, g_new = at_hi
+                hit = True
+                k_ev = int(np.argmin(np.concatenate([leave_m, enter_m_])))
+            elif lo_d > 0:  # the corrector fails past lo_d: step there, without an event
+                delta, W_new, hit = lo_d, W_lo, False
+                g_new = objective.grad(W_new)
+            else:  # no step at all on this support: treat it as a fold
+                fold_pending = True
+                continue
         elif hit:  # refine the predicted event's location on the corrected path (secant)
-            k_ev, delta, W_new, g_new = _refine(objective, W, A, s, inactive, lam, k_ev, delta, W_new, corrected,
-                                                tol, lam_max)
+            k_ev, delta, W_new, g_new, hit = _refine(objective, W, A, s, inactive, lam, k_ev, delta, W_new,
+                                                     corrected, tol, lam_max)
+        if len(A) and not _positive_definite(objective.hessian_on(W_new, A)):
+            # H_AA lost definiteness within the step (a fold): bisect to its last definite point
+            lo_d, hi_d, W_lo = 0.0, delta, W
+            while hi_d - lo_d > 1e-9 * lam_max:
+                mid = 0.5 * (lo_d + hi_d)
+                Wm = corrected(mid)
+                if Wm is None or not _positive_definite(objective.hessian_on(Wm, A)):
+                    hi_d = mid
+                else:
+                    lo_d, W_lo = mid, Wm
+            delta, W_new, hit, fold_pending = lo_d, W_lo, False, True
+            g_new = objective.grad(W_new)
         lam -= delta
         W = W_new
         g = g_new
@@ -292,9 +328,108 @@ def follow_path(objective: SEMObjective, lambda_min_ratio: float = 1e-3, max_ste
     return RegularizationPath(np.array(lambdas), np.array(weights), events, stopped)
 
 
+def _positive_definite(H: np.ndarray) -> bool:
+    return bool(np.linalg.eigvalsh(0.5 * (H + H.T)).min() > 1e-12 * max(1.0, np.abs(H).max()))
+
+
+def _l1_objective(objective, W, lam) -> float:
+    return objective.value(W) + lam * float(np.abs(W).sum())
+
+
+def _jump(objective, W, A, H, lam, tol):
+    """At a fold the minima of this support end. Just past the fold, f + λ‖W‖₁ falls away
+    along the eigenvector v of H_AA's smallest eigenvalue (the normal form of a fold is a
+    cubic in that direction): walk along ±v with doubling steps while the objective falls,
+    descend to a local minimum from there (and from W itself), and return (the lowest
+    strict local minimum found, the edge leading v), or None when no start reaches one."""
+    # past a symmetric (pitchfork) bifurcation the old support still has a stationary point,
+    # a saddle: the negative curvature shows there, not at the fold point itself
+    signs = np.sign(W[A[:, 0], A[:, 1]])
+    W_s, ok = _correct(objective, W, A, signs, lam, tol)
+    if ok and _in_domain(objective, W_s) and (signs * W_s[A[:, 0], A[:, 1]] > 0).all():
+        W, H = W_s, objective.hessian_on(W_s, A)
+    vals, vecs = np.linalg.eigh(0.5 * (H + H.T))
+    v = np.zeros_like(W)
+    v[A[:, 0], A[:, 1]] = vecs[:, 0]
+    edge = tuple(map(int, A[int(np.argmax(np.abs(vecs[:, 0])))]))
+    F0 = _l1_objective(objective, W, lam)
+    starts = [W]
+    for sign in (1.0, -1.0):
+        t, W_t, F_t = 1e-3 * (1.0 + np.abs(W).max()), W, F0
+        for _ in range(40):
+            W_try = W + sign * t * v
+            if not _in_domain(objective, W_try):
+                break
+            F_try = _l1_objective(objective, W_try, lam)
+            if F_try >= F_t:
+                break
+            W_t, F_t, t = W_try, F_try, 2 * t
+        if W_t is not W:
+            starts.append(W_t)
+    best = None
+    for W0 in starts:
+        Wm = local_minimum(objective, W0, lam, tol)
+        if Wm is None:
+            continue
+        Fm = _l1_objective(objective, Wm, lam)
+        if best is None or Fm < best[0]:
+            best = (Fm, Wm)
+    return None if best is None else (best[1], edge)
+
+
+def local_minimum(objective: SEMObjective, W0: np.ndarray, lam: float, tol: float = 1e-10,
+                  max_iter: int = 5000) -> np.ndarray | None:
+    """A strict local minimum of f + λ‖W‖₁ reached by descent from ``W0``.
+
+    The ℓ1 problem is solved as the smooth bound-constrained one in W = P − M, P, M ≥ 0, by
+    L-BFGS-B (points outside DAGMA's domain get an infinite value, so the line search
+    backtracks); its support is then polished by Newton on the stationarity condition
+    (``_correct``) to ``tol``. Accepted when the signs hold, every inactive gradient has
+    |∂f| ≤ λ and H_AA is positive definite; None otherwise."""
+    from scipy.optimize import minimize
+
+    d = objective.d
+    off = ~np.eye(d, dtype=bool)
+    W0 = np.where(off, np.asarray(W0, dtype=np.float64), 0.0)
+
+    def split(z):
+        return (z[: d * d] - z[d * d:]).reshape(d, d) * off
+
+    def fun(z):
+        W = split(z)
+        if not _in_domain(objective, W):
+            return np.inf, np.zeros_like(z)
+        g = objective.grad(W)
+        value = objective.value(W) + lam * float(z[np.tile(off.ravel(), 2)].sum())
+        return value, np.concatenate([((g + lam) * off).ravel(), ((-g + lam) * off).ravel()])
+
+    z0 = np.concatenate([np.maximum(W0, 0).ravel(), np.maximum(-W0, 0).ravel()])
+    res = minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=[(0, None)] * (2 * d * d),
+                   options={"ftol": 1e-16, "gtol": 1e-12, "maxiter": max_iter, "maxcor": 30})
+    return _polish(objective, split(res.x), lam, tol)
+
+
+def _polish(objective, W, lam, tol):
+    A = np.argwhere(W != 0)
+    if len(A) == 0:
+        g = objective.grad(W)
+        return W if np.abs(g).max() <= lam + 1e3 * tol else None
+    s = np.sign(W[A[:, 0], A[:, 1]])
+    Wc, ok = _correct(objective, W, A, s, lam, tol)
+    if not ok or not _in_domain(objective, Wc) or (s * Wc[A[:, 0], A[:, 1]] <= 0).any():
+        return None
+    g = objective.grad(Wc)
+    inactive = (Wc == 0) & ~np.eye(objective.d, dtype=bool)
+    if inactive.any() and np.abs(g[inactive]).max() > lam + 1e3 * tol:
+        return None
+    return Wc if _positive_definite(objective.hessian_on(Wc, A)) else None
+
+
 def _refine(objective, W, A, s, inactive, lam, k_ev, delta, W_new, corrected, tol, lam_max):
-    """Secant search on the event function of event ``k_ev`` along the corrected path, so
-    that the event holds to ``tol`` (exact already for least squares)."""
+    """Locate event ``k_ev`` on the corrected path: secant steps on its event function (exact
+    already for least squares), and, when they stall, bisection on its sign. Returns
+    (k_ev, δ, W, g, hit); hit is False when the event is not reached within δ after all
+    (the linear prediction was early), and then (δ, W) is the plain step already checked."""
     n_act = len(A)
 
     def phi(Wc, dl):
@@ -302,11 +437,17 @@ def _refine(objective, W, A, s, inactive, lam, k_ev, delta, W_new, corrected, to
         return (leave_m[k_ev] if k_ev < n_act else enter_m[k_ev - n_act]), g
 
     f1, g1 = phi(W_new, delta)
+    first = (delta, W_new, g1)
+    lo, hi = 0.0, None  # φ ≥ 0 at lo; φ < 0 at hi (once seen): the bracket for bisection
     d0, f0 = 0.0, phi(W, 0.0)[0]
     d1 = delta
     for _ in range(60):
         if abs(f1) <= tol:
-            break
+            return k_ev, d1, W_new, g1, True
+        if f1 > 0:
+            lo = max(lo, d1) if hi is None or d1 < hi[0] else lo
+        elif hi is None or d1 < hi[0]:
+            hi = (d1, W_new, g1)
         if f1 == f0:
             break
         d2 = d1 - f1 * (d1 - d0) / (f1 - f0)
@@ -318,7 +459,21 @@ def _refine(objective, W, A, s, inactive, lam, k_ev, delta, W_new, corrected, to
         d0, f0 = d1, f1
         d1, W_new = d2, W2
         f1, g1 = phi(W_new, d1)
-    return k_ev, d1, W_new, g1
+    if hi is None:  # never crossed: no event in this step
+        return k_ev, first[0], first[1], first[2], False
+    while hi[0] - lo > tol * lam_max:
+        mid = 0.5 * (lo + hi[0])
+        Wm = corrected(mid)
+        if Wm is None:
+            break
+        fm, gm = phi(Wm, mid)
+        if abs(fm) <= tol:
+            return k_ev, mid, Wm, gm, True
+        if fm > 0:
+            lo = mid
+        else:
+            hi = (mid, Wm, gm)
+    return k_ev, hi[0], hi[1], hi[2], True
 
 
 def make_acyclic(W: np.ndarray, threshold: float) -> np.ndarray:
@@ -360,21 +515,32 @@ class DagFlow:
     graph there, ``select("bic" | "stability")`` one graph from the path.
 
     ``formulation``: "dagma" (μ, s), "notears" (ρ, α), "golem" (λ₂) or "lasso" (least squares
-    alone: each column's lasso path, no acyclicity)."""
+    alone: each column's lasso path, no acyclicity).
+
+    For "dagma", ``mu`` may be a schedule, e.g. DAGMA's central path (1, 0.1, 0.01, 0.001):
+    one path is followed per μ (``paths_``, in the schedule's order; ``path_`` is the first),
+    and ``select`` chooses among the candidate graphs of all of them. A path at μ is in
+    units λ = μ·λ₁ of DAGMA's own ℓ1 weight λ₁."""
 
     def __init__(self, formulation: str = "dagma", lambda_min_ratio: float = 0.01, max_step: float = 0.05,
-                 threshold: float = 0.3, mu: float = 1.0, s: float = 1.0, rho: float = 1.0, alpha: float = 0.0,
-                 lambda2: float = 5.0):
+                 threshold: float = 0.3, mu: float | tuple = 1.0, s: float = 1.0, rho: float = 1.0,
+                 alpha: float = 0.0, lambda2: float = 5.0):
         if formulation not in ("dagma", "notears", "golem", "lasso"):
             raise ValueError(f"formulation must be 'dagma', 'notears', 'golem' or 'lasso', got {formulation!r}")
+        mus = tuple(np.atleast_1d(np.asarray(mu, dtype=float)).tolist())
+        if not mus or min(mus) <= 0:
+            raise ValueError(f"mu must be a positive number or a non-empty schedule of them, got {mu!r}")
+        if len(mus) > 1 and formulation != "dagma":
+            raise ValueError(f"a schedule of mu values applies to the 'dagma' formulation only, not {formulation!r}")
         self.formulation, self.lambda_min_ratio, self.max_step = formulation, lambda_min_ratio, max_step
         self.threshold, self.mu, self.s, self.rho, self.alpha, self.lambda2 = threshold, mu, s, rho, alpha, lambda2
+        self._mus = mus
 
-    def _objective(self, X):
+    def _objective(self, X, mu):
         from .objectives import GolemObjective, NotearsObjective
 
         if self.formulation == "dagma":
-            return DagmaObjective(X, mu=self.mu, s=self.s)
+            return DagmaObjective(X, mu=mu, s=self.s)
         if self.formulation == "notears":
             return NotearsObjective(X, rho=self.rho, alpha=self.alpha)
         if self.formulation == "golem":
@@ -382,19 +548,37 @@ class DagFlow:
         return NotearsObjective(X, rho=0.0)
 
     def fit(self, X) -> "DagFlow":
-        self.objective_ = self._objective(X)
-        self.X_ = self.objective_.X_np
-        self.path_ = follow_path(self.objective_, self.lambda_min_ratio, self.max_step)
-        self.n_evaluations_ = dict(self.objective_.calls)
+        self.paths_, calls = [], {}
+        for mu in self._mus:
+            objective = self._objective(X, mu)
+            self.paths_.append(follow_path(objective, self.lambda_min_ratio, self.max_step))
+            for k, v in objective.calls.items():
+                calls[k] = calls.get(k, 0) + v
+        self.objective_ = objective
+        self.X_ = objective.X_np
+        self.path_ = self.paths_[0]
+        self.n_evaluations_ = calls
         return self
 
-    def graph_at(self, lam: float) -> np.ndarray:
-        return make_acyclic(self.path_.W_at(lam), self.threshold)
+    def graph_at(self, lam: float, path: int = 0) -> np.ndarray:
+        """The thresholded acyclic graph at λ on ``paths_[path]``."""
+        return make_acyclic(self.paths_[path].W_at(lam), self.threshold)
+
+    def candidate_graphs(self) -> list[np.ndarray]:
+        """The distinct thresholded, acyclic graphs at the knots of every path."""
+        out, seen = [], set()
+        for p in self.paths_:
+            for W in p.weights:
+                A = make_acyclic(W, self.threshold)
+                if A.tobytes() not in seen:
+                    seen.add(A.tobytes())
+                    out.append(A)
+        return out
 
     def select(self, criterion: str = "bic", min_stability: float = 0.5) -> np.ndarray:
         if criterion == "bic":
-            return select_by_bic(self.X_, [make_acyclic(W, self.threshold) for W in self.path_.weights])
+            return select_by_bic(self.X_, self.candidate_graphs())
         if criterion == "stability":
-            stab = self.path_.edge_stability(self.threshold)
+            stab = np.mean([p.edge_stability(self.threshold) for p in self.paths_], axis=0)
             return make_acyclic(np.where(stab >= min_stability, stab, 0.0), 0.0)
         raise ValueError(f"criterion must be 'bic' or 'stability', got {criterion!r}")

@@ -12,14 +12,18 @@ Data
     (18 edges).
 
 Methods
-  * DAG-flow: ``DagFlow("dagma")`` (μ = 1, s = 1, the first stage of DAGMA's central path),
-    from λ_max to λ_max/100; candidate DAGs are the thresholded (|w| > 0.3), acyclic graphs along
-    the path; one graph selected by BIC.
+  * DAG-flow: ``DagFlow("dagma", mu=MU_SCHEDULE)``: one exact path per μ of DAGMA's central
+    path (1, 0.1, …, 1e-4; s = 1), each from its λ_max to λ_max/100, folds crossed by jumps to
+    the neighbouring local minimum; candidate graphs are the thresholded (|w| > 0.3) knots
+    made acyclic (weakest cycle edge removed), pooled over the paths; one selected by BIC.
   * Grid: ``dagma.linear.DagmaLinear("l2").fit(X, lambda1=λ)`` (its default central path)
     at G log-spaced λ over the same range; thresholded at 0.3; one selected by BIC.
   * NOTEARS grid: gcastle's ``Notears(lambda1=λ)`` (least squares + λ‖W‖₁, augmented
     Lagrangian, L-BFGS-B) at the same G λ values; wall time only (it does not expose its
     gradient count).
+  * GOLEM grid: gcastle's ``GOLEM`` (GOLEM-EV, λ₂ = 5, Adam) at λ₁ log-spaced over [0.002, 0.2]
+    around its authors' default 0.02 (its likelihood score has its own λ scale); quick runs
+    4 points × 10⁴ Adam steps, the full size 10 × 10⁵ (the authors' count).
 Reported: SHD / TPR / FDR (NOTEARS' count_accuracy), best over the path vs over the grid
 and BIC-selected; compute (wall time, derivative evaluations: gradients + HVPs + support
 Hessians for DAG-flow, Adam iterations for dagma) and the ratio grid / DAG-flow; edge-
@@ -42,12 +46,17 @@ from ._harness import RunContext
 
 SIZES = {
     # a dagma fit at small λ runs its full 180k Adam iterations (about 10 s): quick keeps the fits few
-    True: dict(settings=(("ER2", 10, 200),), seeds=(0,), grids=(10,), bootstrap=2, bootstrap_grid=5, sachs=True),
+    True: dict(settings=(("ER2", 10, 200),), seeds=(0,), grids=(10,), bootstrap=2, bootstrap_grid=5, sachs=True,
+               golem_grid=4, golem_iter=10_000),
     False: dict(settings=tuple((g, d, n) for g in ("ER2", "SF2") for d in (10, 20, 50) for n in (200, 1000)),
-                seeds=(0, 1, 2), grids=(20, 50, 100), bootstrap=10, bootstrap_grid=20, sachs=True),
+                seeds=(0, 1, 2), grids=(20, 50, 100), bootstrap=10, bootstrap_grid=20, sachs=True,
+                golem_grid=10, golem_iter=100_000),
 }
 THRESHOLD = 0.3
 LAMBDA_MIN_RATIO = 0.01
+# DAGMA's default central path (mu_init = 1, mu_factor = 0.1, T = 5): DAG-flow follows one
+# λ-path per μ of it, as the grid's every fit passes through all of them
+MU_SCHEDULE = (1.0, 0.1, 0.01, 0.001, 0.0001)
 
 
 # --- data -----------------------------------------------------------------------------------
@@ -118,9 +127,13 @@ def jaccard_stability(graphs: list[np.ndarray]) -> float:
 
 # --- methods -------------------------------------------------------------------------------
 
+def dagflow():
+    return DagFlow("dagma", mu=MU_SCHEDULE, lambda_min_ratio=LAMBDA_MIN_RATIO, threshold=THRESHOLD)
+
+
 def run_dagflow(X):
     t = time.perf_counter()
-    model = DagFlow("dagma", lambda_min_ratio=LAMBDA_MIN_RATIO, threshold=THRESHOLD).fit(X)
+    model = dagflow().fit(X)
     wall = time.perf_counter() - t
     return model, wall, sum(model.n_evaluations_.values())
 
@@ -165,6 +178,29 @@ def run_notears_grid(X, lambdas):
     return out, time.perf_counter() - t
 
 
+def run_golem_grid(X, lambdas, num_iter):
+    """gcastle's GOLEM-EV (Adam on the likelihood score + λ₁‖W‖₁ + λ₂·h(W), λ₂ = 5) at each λ₁."""
+    import logging
+
+    from castle.algorithms import GOLEM
+
+    logging.getLogger().setLevel(logging.WARNING)
+    out = []
+    t = time.perf_counter()
+    for lam in lambdas:
+        m = GOLEM(lambda_1=float(lam), lambda_2=5.0, equal_variances=True, num_iter=int(num_iter),
+                  graph_thres=THRESHOLD, device_type="cpu", seed=1)
+        m.learn(X)
+        out.append(np.asarray(m.weight_causal_matrix, dtype=float))
+    return out, time.perf_counter() - t
+
+
+def golem_lambdas(G: int) -> np.ndarray:
+    # GOLEM's ℓ1 weight multiplies a likelihood score, not least squares, so the LS λ range does
+    # not carry over: a decade either side of its authors' default λ₁ = 0.02 instead
+    return np.geomspace(0.2, 0.002, G)
+
+
 def score_grid(X, B, Ws) -> dict:
     """Accuracy of the best graph among a grid's solutions and of the BIC-selected one."""
     graphs = [make_acyclic(W, THRESHOLD) for W in Ws]
@@ -174,12 +210,16 @@ def score_grid(X, B, Ws) -> dict:
 
 def evaluate(ctx, name, X, B, seed, cfg) -> dict:
     flow, t_flow, e_flow = run_dagflow(X)
-    lam_hi, lam_lo = flow.path_.lambda_range
-    path_graphs = [A for _, A in flow.path_.candidate_dags(THRESHOLD)]
+    lam_hi, lam_lo = flow.path_.lambda_range  # the μ = 1 path: λ in DAGMA's own λ₁ units
+    path_graphs = flow.candidate_graphs()
     flow_best = min((count_accuracy(B, A) for A in path_graphs), key=lambda r: r["shd"])
     flow_bic = count_accuracy(B, flow.select("bic"))
+    per_mu = {f"{mu:g}": min((count_accuracy(B, make_acyclic(W, THRESHOLD)) for W in p.weights),
+                             key=lambda r: r["shd"])["shd"] for mu, p in zip(MU_SCHEDULE, flow.paths_)}
     res = {"dagflow": {"wall_s": t_flow, "evaluations": e_flow, "best": flow_best, "bic": flow_bic,
-                       "candidates": len(path_graphs), "stopped": flow.path_.stopped}}
+                       "candidates": len(path_graphs), "stopped": [p.stopped for p in flow.paths_],
+                       "folds": sum(e.kind == "fold" for p in flow.paths_ for e in p.events),
+                       "best_shd_per_mu": per_mu}}
     for G in cfg["grids"]:
         Ws, t_grid, e_grid = run_grid(X, np.geomspace(lam_hi, lam_lo, G))
         res[f"grid{G}"] = score_grid(X, B, Ws) | {"wall_s": t_grid, "evaluations": e_grid,
@@ -187,12 +227,17 @@ def evaluate(ctx, name, X, B, seed, cfg) -> dict:
     G = max(cfg["grids"])
     Ws, t_nt = run_notears_grid(X, np.geomspace(lam_hi, lam_lo, G))
     res[f"notears{G}"] = score_grid(X, B, Ws) | {"wall_s": t_nt, "compute_ratio": t_nt / t_flow}
+    Gg = cfg["golem_grid"]
+    Ws, t_go = run_golem_grid(X, golem_lambdas(Gg), cfg["golem_iter"])
+    res[f"golem{Gg}"] = score_grid(X, B, Ws) | {"wall_s": t_go, "compute_ratio": t_go / t_flow,
+                                                "evaluations": Gg * cfg["golem_iter"],
+                                                "evaluation_ratio": Gg * cfg["golem_iter"] / e_flow}
     # stability over bootstrap resamples (BIC-selected graphs)
     rng = np.random.default_rng(1000 + seed)
     flows, grids = [], []
     for _ in range(cfg["bootstrap"]):
         Xb = X[rng.integers(0, len(X), len(X))]
-        fb = DagFlow("dagma", lambda_min_ratio=LAMBDA_MIN_RATIO, threshold=THRESHOLD).fit(Xb)
+        fb = dagflow().fit(Xb)
         flows.append(fb.select("bic"))
         hi, lo = fb.path_.lambda_range
         Ws, _, _ = run_grid(Xb, np.geomspace(hi, lo, cfg["bootstrap_grid"]))
@@ -225,11 +270,15 @@ def run(ctx: RunContext) -> None:
     plot_path(ctx, *example)
 
 
+def methods(cfg) -> list[str]:
+    return ["dagflow"] + [f"grid{G}" for G in cfg["grids"]] + [f"notears{max(cfg['grids'])}", f"golem{cfg['golem_grid']}"]
+
+
 def summarize(results, cfg) -> dict:
     out = {}
     for name, runs in results.items():
         s = {}
-        for method in ["dagflow"] + [f"grid{G}" for G in cfg["grids"]] + [f"notears{max(cfg['grids'])}"]:
+        for method in methods(cfg):
             rows = [r[method] for r in runs]
             s[method] = {"best_shd": float(np.mean([r["best"]["shd"] for r in rows])),
                          "best_tpr": float(np.mean([r["best"]["tpr"] for r in rows])),
@@ -261,6 +310,9 @@ def claims(ctx, summary, cfg) -> None:
         nt = s[f"notears{G}"]
         ctx.claim(f"{name}: DAG-flow's best SHD over the path matches or beats NOTEARS' (gcastle) at {G} grid points",
                   f["best_shd"], nt["best_shd"], f["best_shd"] <= nt["best_shd"])
+        go = s[f"golem{cfg['golem_grid']}"]
+        ctx.claim(f"{name}: DAG-flow's best SHD over the path matches or beats GOLEM's (gcastle) at "
+                  f"{cfg['golem_grid']} grid points", f["best_shd"], go["best_shd"], f["best_shd"] <= go["best_shd"])
         st = s["stability"]
         ctx.claim(f"{name}: DAG-flow's BIC-selected edges are more stable over bootstrap resamples (Jaccard)",
                   st["dagflow"], st[f"grid{cfg['bootstrap_grid']}"], st["dagflow"] > st[f"grid{cfg['bootstrap_grid']}"])
@@ -269,7 +321,7 @@ def claims(ctx, summary, cfg) -> None:
 def table(ctx, summary, cfg) -> None:
     rows = []
     for name, s in summary.items():
-        for method in ["dagflow"] + [f"grid{G}" for G in cfg["grids"]] + [f"notears{max(cfg['grids'])}"]:
+        for method in methods(cfg):
             v = s[method]
             rows.append((name, method, f"{v['best_shd']:.1f}", f"{v['best_tpr']:.2f}", f"{v['best_fdr']:.2f}",
                          f"{v['bic_shd']:.1f}", f"{v['wall_s']:.1f}",
@@ -292,21 +344,29 @@ def plot_path(ctx, name, X, B) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    flow = DagFlow("dagma", lambda_min_ratio=LAMBDA_MIN_RATIO, threshold=THRESHOLD).fit(X)
-    p = flow.path_
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    d = p.weights.shape[1]
-    for i in range(d):
-        for j in range(d):
-            if np.any(p.weights[:, i, j] != 0):
-                ax.plot(p.lambdas, p.weights[:, i, j], color="C0" if B[i, j] else "0.6", lw=1.2 if B[i, j] else 0.7)
-    for e in p.events:
-        if e.kind in ("enter", "leave"):
-            ax.axvline(e.lam, color="C3" if e.kind == "leave" else "C2", lw=0.4, alpha=0.5)
-    ax.set_xscale("log")
-    ax.invert_xaxis()
-    ax.set_xlabel("λ (decreasing)")
-    ax.set_ylabel("edge weight")
-    ax.set_title(f"DAG-flow path, {name} (blue: true edges; green/red lines: entries/exits)", fontsize=9)
-    ctx.figure(fig, "path", "Edge weights along the DAG-flow path with its events.")
+    flow = dagflow().fit(X)
+    shown = [0, min(2, len(MU_SCHEDULE) - 1)]  # μ = 1 and μ = 0.01
+    fig, axes = plt.subplots(1, len(shown), figsize=(11, 3.8), squeeze=False)
+    d = X.shape[1]
+    for ax, k in zip(axes[0], shown):
+        p = flow.paths_[k]
+        for i in range(d):
+            for j in range(d):
+                if np.any(p.weights[:, i, j] != 0):
+                    ax.plot(p.lambdas, p.weights[:, i, j], color="C0" if B[i, j] else "0.6",
+                            lw=1.2 if B[i, j] else 0.7)
+        colors = {"enter": "C2", "leave": "C3", "fold": "C1"}
+        for e in p.events:
+            if e.kind in colors:
+                ax.axvline(e.lam, color=colors[e.kind], lw=1.2 if e.kind == "fold" else 0.4,
+                           alpha=0.9 if e.kind == "fold" else 0.5)
+        ax.set_xscale("log")
+        ax.invert_xaxis()
+        ax.set_xlabel("λ = μ·λ₁ (decreasing)")
+        ax.set_ylabel("edge weight")
+        ax.set_title(f"μ = {MU_SCHEDULE[k]:g}", fontsize=9)
+    fig.suptitle(f"DAG-flow paths, {name} (blue: true edges; lines: green entries, red exits, orange folds)",
+                 fontsize=9)
+    fig.tight_layout()
+    ctx.figure(fig, "path", "Edge weights along DAG-flow paths at two μ of DAGMA's schedule, with their events.")
     plt.close(fig)
