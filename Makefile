@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_quadruple.py --out benchmarks/RESULTS_quadruple.md
 	$(PY) benchmarks/bench_mxfp4.py --out benchmarks/RESULTS_mxfp4.md
 	$(PY) benchmarks/bench_kb.py --out benchmarks/RESULTS_kb.md
+	$(PY) benchmarks/bench_w4a8_decode.py --out benchmarks/RESULTS_w4a8.md  # GPU only: says so and skips elsewhere
 
 clean:
 	rm -rf $(VENV) runs build src/*.egg-info
