@@ -25,3 +25,15 @@ def fake_registry(monkeypatch):
     }
     monkeypatch.setattr(reproduce, "EXPERIMENTS", fakes)
     return fakes
+
+
+@pytest.fixture(autouse=True)
+def _torch_default_dtype_unchanged():
+    """Fail the test that changes torch's default dtype and give it back, so that a leak (gcastle
+    sets float64 on import) is caught where it happens, not in whichever test runs next."""
+    before = torch.get_default_dtype()
+    yield
+    after = torch.get_default_dtype()
+    if after != before:
+        torch.set_default_dtype(before)
+        pytest.fail(f"the test changed torch's default dtype from {before} to {after}")

@@ -15,7 +15,9 @@ stationarity condition at the new λ. The step is limited by ``max_step`` (a fra
 * fold: H_AA stops being positive definite (the branch of local minima ends: located by
   bisection on the step, then the path jumps to the neighbouring local minimum found by a
   descent started along the negative-curvature direction, and goes on from there);
-* regime: for DAGMA, W leaves the domain where sI − W∘W is an M-matrix.
+
+DAGMA's domain (sI − W∘W an M-matrix) is kept by halving any step that would leave it; a
+branch on which no step of any size stays in it and converges ends as at a fold.
 
 A predicted event is then located on the corrected path by a secant / bisection search to
 ``tol``, the support updated, and the event recorded. For least squares (no acyclicity
@@ -31,14 +33,14 @@ import numpy as np
 
 from .objectives import DagmaObjective, SEMObjective
 
-__all__ = ["PathEvent", "RegularizationPath", "follow_path", "local_minimum", "is_acyclic", "make_acyclic", "refit_bic", "select_by_bic",
-           "DagFlow"]
+__all__ = ["PathEvent", "RegularizationPath", "follow_path", "local_minimum", "is_acyclic", "make_acyclic",
+           "refit_bic", "select_by_bic", "DagFlow"]
 
 
 @dataclass(frozen=True)
 class PathEvent:
     lam: float
-    kind: str  # "enter" | "leave" | "fold" | "regime" | "end"
+    kind: str  # "enter" | "leave" | "fold" | "end"
     edge: tuple[int, int] | None
 
 
@@ -68,7 +70,7 @@ class RegularizationPath:
     lambdas: np.ndarray  # (K,) knots, decreasing
     weights: np.ndarray  # (K, d, d)
     events: list = field(default_factory=list)
-    stopped: str = "end"  # why the path ended: "end" (λ_min reached), "fold", "regime"
+    stopped: str = "end"  # why the path ended: "end" (λ_min reached) or "fold" (no jump found a minimum)
 
     @property
     def breakpoints(self) -> np.ndarray:
@@ -359,7 +361,7 @@ def _jump(objective, W, A, H, lam, tol):
     W_s, ok = _correct(objective, W, A, signs, lam, tol)
     if ok and _in_domain(objective, W_s) and (signs * W_s[A[:, 0], A[:, 1]] > 0).all():
         W, H = W_s, objective.hessian_on(W_s, A)
-    vals, vecs = np.linalg.eigh(0.5 * (H + H.T))
+    _, vecs = np.linalg.eigh(0.5 * (H + H.T))
     v = np.zeros_like(W)
     v[A[:, 0], A[:, 1]] = vecs[:, 0]
     edge = tuple(map(int, A[int(np.argmax(np.abs(vecs[:, 0])))]))

@@ -33,6 +33,7 @@ bootstrap resamples.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
 import time
@@ -139,7 +140,6 @@ def run_dagflow(X):
 
 
 def run_grid(X, lambdas):
-    import contextlib
     import io
 
     from dagma.linear import DagmaLinear
@@ -163,18 +163,33 @@ def run_grid(X, lambdas):
     return out, time.perf_counter() - t, evals
 
 
+@contextlib.contextmanager
+def _torch_default_dtype_restored():
+    """Give torch's default dtype back after gcastle: importing it sets float64 process-wide
+    (castle/algorithms/gradient/notears/torch/models.py), which would make every model built
+    later in the same process (another experiment, another test) float64."""
+    import torch
+
+    before = torch.get_default_dtype()
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
+
+
 def run_notears_grid(X, lambdas):
     import logging
-
-    from castle.algorithms import Notears
 
     logging.getLogger().setLevel(logging.WARNING)  # gcastle logs every inner iteration at INFO
     out = []
     t = time.perf_counter()
-    for lam in lambdas:
-        m = Notears(lambda1=float(lam), w_threshold=THRESHOLD)
-        m.learn(X)
-        out.append(np.asarray(m.weight_causal_matrix, dtype=float))
+    with _torch_default_dtype_restored():
+        from castle.algorithms import Notears
+
+        for lam in lambdas:
+            m = Notears(lambda1=float(lam), w_threshold=THRESHOLD)
+            m.learn(X)
+            out.append(np.asarray(m.weight_causal_matrix, dtype=float))
     return out, time.perf_counter() - t
 
 
@@ -182,16 +197,17 @@ def run_golem_grid(X, lambdas, num_iter):
     """gcastle's GOLEM-EV (Adam on the likelihood score + λ₁‖W‖₁ + λ₂·h(W), λ₂ = 5) at each λ₁."""
     import logging
 
-    from castle.algorithms import GOLEM
-
     logging.getLogger().setLevel(logging.WARNING)
     out = []
     t = time.perf_counter()
-    for lam in lambdas:
-        m = GOLEM(lambda_1=float(lam), lambda_2=5.0, equal_variances=True, num_iter=int(num_iter),
-                  graph_thres=THRESHOLD, device_type="cpu", seed=1)
-        m.learn(X)
-        out.append(np.asarray(m.weight_causal_matrix, dtype=float))
+    with _torch_default_dtype_restored():
+        from castle.algorithms import GOLEM
+
+        for lam in lambdas:
+            m = GOLEM(lambda_1=float(lam), lambda_2=5.0, equal_variances=True, num_iter=int(num_iter),
+                      graph_thres=THRESHOLD, device_type="cpu", seed=1)
+            m.learn(X)
+            out.append(np.asarray(m.weight_causal_matrix, dtype=float))
     return out, time.perf_counter() - t
 
 
