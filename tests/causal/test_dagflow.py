@@ -46,6 +46,23 @@ def test_without_acyclicity_the_path_is_each_columns_lasso_path(seed):
             assert np.abs(path.W_at(a)[others, j] - c).max() < 1e-8
 
 
+def test_with_a_threshold_every_thresholded_graph_of_the_path_is_at_a_knot():
+    # the lasso path is exactly piecewise linear between its breakpoints, so W_at on a fine
+    # grid enumerates the thresholded graphs it passes through; without threshold knots the
+    # steps skip some of them
+    X = sem_data(seed=3)
+    obj = NotearsObjective(X, rho=0.0)
+    exact = follow_path(obj, lambda_min_ratio=1e-2, max_step=1.0)
+    tau = 0.3
+    along = {(np.abs(exact.W_at(lam)) > tau).tobytes()
+             for lam in np.geomspace(exact.lambdas[0], exact.lambdas[-1], 4000)}
+    knots = lambda p: {(np.abs(W) > tau).tobytes() for W in p.weights}  # noqa: E731
+    assert along - knots(exact)  # the test has something to find
+    assert along <= knots(follow_path(obj, lambda_min_ratio=1e-2, max_step=1.0, threshold=tau))
+    with pytest.raises(ValueError, match="threshold"):
+        follow_path(obj, threshold=0.0)
+
+
 def find_lasso_drop():
     """A small design whose lasso path has a variable leave (found by lars_path)."""
     for seed in range(3000):
@@ -235,6 +252,18 @@ def test_estimator_selects_acyclic_graphs_and_refuses_bad_options():
         DagFlow("pc")
     with pytest.raises(ValueError, match="criterion"):
         model.select("aic")
+
+
+def test_the_default_path_end_is_glmnets_ratio():
+    from neurips26.causal import DagFlow
+    from neurips26.causal.dagflow import default_lambda_min_ratio
+
+    X = sem_data(n=60)
+    model = DagFlow("lasso").fit(X)
+    hi, lo = model.path_.lambda_range
+    assert model.lambda_min_ratio_ == 1e-4 and np.isclose(lo / hi, 1e-4, rtol=1e-9)
+    assert DagFlow("lasso", lambda_min_ratio=0.1).fit(X).lambda_min_ratio_ == 0.1
+    assert default_lambda_min_ratio(5, 8) == 1e-2  # fewer samples than variables
 
 
 def test_a_mu_schedule_follows_one_path_per_mu_and_selects_among_all_of_them():

@@ -34,7 +34,7 @@ import numpy as np
 from .objectives import DagmaObjective, SEMObjective
 
 __all__ = ["PathEvent", "RegularizationPath", "follow_path", "local_minimum", "is_acyclic", "make_acyclic",
-           "refit_bic", "select_by_bic", "DagFlow"]
+           "refit_bic", "select_by_bic", "default_lambda_min_ratio", "DagFlow"]
 
 
 @dataclass(frozen=True)
@@ -165,10 +165,16 @@ def _margins(objective, W, A, s, inactive, lam):
 
 
 def follow_path(objective: SEMObjective, lambda_min_ratio: float = 1e-3, max_step: float = 0.05,
-                tol: float = 1e-10, max_knots: int = 20000) -> RegularizationPath:
+                tol: float = 1e-10, max_knots: int = 20000, threshold: float | None = None) -> RegularizationPath:
     """The path of stationary points of ``objective`` + λ‖W‖₁ from λ_max down to
     ``lambda_min_ratio``·λ_max (module docstring). ``max_step`` bounds each step as a
     fraction of λ_max; ``tol`` is the stationarity and event-location tolerance.
+
+    With a ``threshold`` τ, steps also end just past each predicted crossing |W_ij| = τ of
+    an active weight, so that every thresholded graph the path passes through is the graph
+    at some knot (between knots, steps of up to ``max_step``·λ_max would skip those that last
+    a shorter λ-interval). Crossings are not events: they are not located to ``tol``, and a graph
+    that lasts less than the overshoot (0.1 % of the step, at least 1e-6·λ_max) may be skipped.
 
     BLAS runs on one thread inside: the systems are small (one unknown per active edge), and
     threads only contend; beside another busy process a 150 × 150 solve took 37 ms on two
@@ -176,12 +182,14 @@ def follow_path(objective: SEMObjective, lambda_min_ratio: float = 1e-3, max_ste
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"):
-        return _follow_path(objective, lambda_min_ratio, max_step, tol, max_knots)
+        return _follow_path(objective, lambda_min_ratio, max_step, tol, max_knots, threshold)
 
 
-def _follow_path(objective, lambda_min_ratio, max_step, tol, max_knots) -> RegularizationPath:
+def _follow_path(objective, lambda_min_ratio, max_step, tol, max_knots, threshold) -> RegularizationPath:
     if not 0 < lambda_min_ratio < 1:
         raise ValueError(f"lambda_min_ratio must be in (0, 1), got {lambda_min_ratio}")
+    if threshold is not None and not threshold > 0:
+        raise ValueError(f"threshold must be positive (or None), got {threshold}")
     d = objective.d
     edges = np.array([(i, j) for i in range(d) for j in range(d) if i != j])
     W = np.zeros((d, d))
@@ -242,6 +250,16 @@ def _follow_path(objective, lambda_min_ratio, max_step, tol, max_knots) -> Regul
         pos = lambda a: np.where(a > 1e-14 * lam_max, a, np.inf)  # noqa: E731
         cand = np.concatenate([pos(leave_d), np.minimum(pos(enter_p), pos(enter_m))])
         limit = min(h_max, lam - lam_min)
+        if threshold is not None and len(A):
+            # |W_a| − δ·sign(W_a)·dW_a = τ; the step overshoots the prediction a little (0.1 %,
+            # and at least 1e-6·λ_max) so that the knot lands past a crossing the linear
+            # prediction places slightly early, rather than creeping up on it
+            with np.errstate(divide="ignore", invalid="ignore"):
+                cross = np.where(dW != 0, (np.abs(wA) - threshold) / (np.sign(wA) * dW), np.inf)
+            cross = cross[cross > 0]
+            if len(cross):
+                first = float(cross.min())
+                limit = min(limit, first + max(1e-3 * first, 1e-6 * lam_max))
         k_ev = int(np.argmin(cand)) if len(cand) else -1
         delta = min(limit, float(cand[k_ev])) if len(cand) else limit
         hit = len(cand) and float(cand[k_ev]) <= limit
@@ -522,6 +540,12 @@ def select_by_bic(X: np.ndarray, graphs) -> np.ndarray:
     return graphs[int(np.argmin([refit_bic(X, A) for A in graphs]))]
 
 
+def default_lambda_min_ratio(n: int, d: int) -> float:
+    """glmnet's ``lambda.min.ratio``: 1e-4 for more samples than variables, else 0.01 (where
+    small λ would overfit an underdetermined regression)."""
+    return 1e-4 if n > d else 1e-2
+
+
 class DagFlow:
     """Scikit-learn-style estimator: ``DagFlow(formulation).fit(X)`` follows the path;
     ``path_`` is the :class:`RegularizationPath`, ``graph_at(λ)`` the thresholded acyclic
@@ -533,9 +557,15 @@ class DagFlow:
     For "dagma", ``mu`` may be a schedule, e.g. DAGMA's central path (1, 0.1, 0.01, 0.001):
     one path is followed per μ (``paths_``, in the schedule's order; ``path_`` is the first),
     and ``select`` chooses among the candidate graphs of all of them. A path at μ is in
-    units λ = μ·λ₁ of DAGMA's own ℓ1 weight λ₁."""
+    units λ = μ·λ₁ of DAGMA's own ℓ1 weight λ₁.
 
-    def __init__(self, formulation: str = "dagma", lambda_min_ratio: float = 0.01, max_step: float = 0.05,
+    ``lambda_min_ratio``: where the paths end, as a fraction of λ_max. By default glmnet's
+    rule: 1e-4 when there are more samples than variables, else 0.01. The path must reach λ
+    small against the data's scale: on unstandardized SEMs λ_max grows with the variances
+    (hundreds on a scale-free SEM), and ending at 0.01·λ_max left every edge of a true graph
+    out of reach there. ``lambda_min_ratio_`` is the value used."""
+
+    def __init__(self, formulation: str = "dagma", lambda_min_ratio: float | None = None, max_step: float = 0.05,
                  threshold: float = 0.3, mu: float | tuple = 1.0, s: float = 1.0, rho: float = 1.0,
                  alpha: float = 0.0, lambda2: float = 5.0):
         if formulation not in ("dagma", "notears", "golem", "lasso"):
@@ -564,7 +594,9 @@ class DagFlow:
         self.paths_, calls = [], {}
         for mu in self._mus:
             objective = self._objective(X, mu)
-            self.paths_.append(follow_path(objective, self.lambda_min_ratio, self.max_step))
+            n, d = objective.X_np.shape
+            self.lambda_min_ratio_ = default_lambda_min_ratio(n, d) if self.lambda_min_ratio is None else self.lambda_min_ratio
+            self.paths_.append(follow_path(objective, self.lambda_min_ratio_, self.max_step, threshold=self.threshold))
             for k, v in objective.calls.items():
                 calls[k] = calls.get(k, 0) + v
         self.objective_ = objective
