@@ -33,7 +33,6 @@ bootstrap resamples.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import itertools
 import time
@@ -143,6 +142,7 @@ def run_dagflow(X):
 
 
 def run_grid(X, lambdas):
+    import contextlib
     import io
 
     from dagma.linear import DagmaLinear
@@ -166,53 +166,46 @@ def run_grid(X, lambdas):
     return out, time.perf_counter() - t, evals
 
 
-@contextlib.contextmanager
-def _torch_default_dtype_restored():
-    """Give torch's default dtype back after gcastle: importing it sets float64 process-wide
+def _gcastle(name: str):
+    """A gcastle algorithm class, imported so that it leaves the process as it found it:
+    importing gcastle sets torch's default dtype to float64 process-wide
     (castle/algorithms/gradient/notears/torch/models.py), which would make every model built
-    later in the same process (another experiment, another test) float64."""
+    later in the process (another experiment, another test) float64, and sets the root logger
+    to INFO, under which it logs every inner iteration."""
+    import logging
+
     import torch
 
     before = torch.get_default_dtype()
     try:
-        yield
+        import castle.algorithms
     finally:
         torch.set_default_dtype(before)
+    logging.getLogger().setLevel(logging.WARNING)
+    return getattr(castle.algorithms, name)
 
 
 def run_notears_grid(X, lambdas):
-    import logging
-
-    out = []  # gcastle logs every inner iteration at INFO
+    Notears = _gcastle("Notears")
+    out = []
     t = time.perf_counter()
-    with _torch_default_dtype_restored():
-        from castle.algorithms import Notears
-
-        logging.getLogger().setLevel(logging.WARNING)  # after the import, which sets INFO
-
-        for lam in lambdas:
-            m = Notears(lambda1=float(lam), w_threshold=THRESHOLD)
-            m.learn(X)
-            out.append(np.asarray(m.weight_causal_matrix, dtype=float))
+    for lam in lambdas:
+        m = Notears(lambda1=float(lam), w_threshold=THRESHOLD)
+        m.learn(X)
+        out.append(np.asarray(m.weight_causal_matrix, dtype=float))
     return out, time.perf_counter() - t
 
 
 def run_golem_grid(X, lambdas, num_iter):
     """gcastle's GOLEM-EV (Adam on the likelihood score + λ₁‖W‖₁ + λ₂·h(W), λ₂ = 5) at each λ₁."""
-    import logging
-
+    GOLEM = _gcastle("GOLEM")
     out = []
     t = time.perf_counter()
-    with _torch_default_dtype_restored():
-        from castle.algorithms import GOLEM
-
-        logging.getLogger().setLevel(logging.WARNING)  # after the import, which sets INFO
-
-        for lam in lambdas:
-            m = GOLEM(lambda_1=float(lam), lambda_2=5.0, equal_variances=True, num_iter=int(num_iter),
-                      graph_thres=THRESHOLD, device_type="cpu", seed=1)
-            m.learn(X)
-            out.append(np.asarray(m.weight_causal_matrix, dtype=float))
+    for lam in lambdas:
+        m = GOLEM(lambda_1=float(lam), lambda_2=5.0, equal_variances=True, num_iter=int(num_iter),
+                  graph_thres=THRESHOLD, device_type="cpu", seed=1)
+        m.learn(X)
+        out.append(np.asarray(m.weight_causal_matrix, dtype=float))
     return out, time.perf_counter() - t
 
 
