@@ -258,8 +258,8 @@ def _follow_path(objective, lambda_min_ratio, max_step, tol, max_knots, threshol
                 cross = np.where(dW != 0, (np.abs(wA) - threshold) / (np.sign(wA) * dW), np.inf)
             cross = cross[cross > 0]
             if len(cross):
-                first = float(cross.min())
-                limit = min(limit, first + max(1e-3 * first, 1e-6 * lam_max))
+                to_cross = float(cross.min())
+                limit = min(limit, to_cross + max(1e-3 * to_cross, 1e-6 * lam_max))
         k_ev = int(np.argmin(cand)) if len(cand) else -1
         delta = min(limit, float(cand[k_ev])) if len(cand) else limit
         hit = len(cand) and float(cand[k_ev]) <= limit
