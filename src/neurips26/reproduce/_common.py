@@ -43,6 +43,18 @@ class CharTokenizer:
         return "".join(self.itos.get(int(i), "") for i in ids)
 
 
+def pyplot():
+    """matplotlib's pyplot on the non-interactive Agg backend (experiments write PNGs and
+    must not need a display). Imported here, not at module level, so that ``neurips26
+    list`` and the library never import matplotlib."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def finite_or_minus_one(x) -> float:
     """A metric value for results.json: the number, or −1 when it is None, NaN or infinite
     (a method that never reached its target, a diverged run)."""
