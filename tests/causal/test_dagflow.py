@@ -256,7 +256,7 @@ def test_estimator_selects_acyclic_graphs_and_refuses_bad_options():
 
 def test_the_default_path_end_is_glmnets_ratio():
     from neurips26.causal import DagFlow
-    from neurips26.causal.dagflow import default_lambda_min_ratio
+    from neurips26.causal import default_lambda_min_ratio
 
     X = sem_data(n=60)
     model = DagFlow("lasso").fit(X)

@@ -1,10 +1,15 @@
 """Continuous DAG learning for linear SEMs: NOTEARS / GOLEM / DAGMA objectives and DAG-flow,
-exact regularization-path following."""
+exact regularization-path following.
 
-from .dagflow import (DagFlow, PathEvent, RegularizationPath, follow_path, is_acyclic, local_minimum, make_acyclic,
-                      refit_bic, select_by_bic)
+Modules: ``objectives`` (smooth score + acyclicity terms), ``path`` (the path tracer),
+``graphs`` (acyclicity utilities), ``selection`` (choosing a graph), ``estimator`` (``DagFlow``)."""
+
+from .estimator import DagFlow
+from .graphs import is_acyclic, make_acyclic
 from .objectives import DagmaObjective, GolemObjective, NotearsObjective, SEMObjective, check_data, dagma_h, notears_h
+from .path import PathEvent, RegularizationPath, default_lambda_min_ratio, follow_path, local_minimum
+from .selection import refit_bic, select_by_bic
 
-__all__ = ["DagFlow", "make_acyclic", "refit_bic", "select_by_bic", "PathEvent", "RegularizationPath", "follow_path", "local_minimum",
-           "is_acyclic", "DagmaObjective", "GolemObjective",
+__all__ = ["DagFlow", "make_acyclic", "refit_bic", "select_by_bic", "PathEvent", "RegularizationPath", "follow_path",
+           "local_minimum", "default_lambda_min_ratio", "is_acyclic", "DagmaObjective", "GolemObjective",
            "NotearsObjective", "SEMObjective", "check_data", "dagma_h", "notears_h"]

@@ -2,7 +2,7 @@
 adjacency, zero diagonal; X: n × d, centred by the objective).
 
 Each objective is the smooth part f(W) of min_W f(W) + λ‖W‖₁; the ℓ1 term is left to the
-solver (``dagflow``). Values are computed in float64 torch; gradients, Hessian-vector
+solver (``path``). Values are computed in float64 torch; gradients, Hessian-vector
 products and Hessians on a support come from autograd on that one definition.
 
 * ``NotearsObjective``: least squares 1/(2n)‖X − XW‖²_F plus NOTEARS' augmented Lagrangian

@@ -1,0 +1,40 @@
+"""Graph utilities on 0/1 adjacency matrices (A[i, j] = 1: edge i → j): acyclicity and
+turning a weighted matrix into a DAG."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["is_acyclic", "make_acyclic"]
+
+
+def is_acyclic(A: np.ndarray) -> bool:
+    """Kahn's algorithm on the 0/1 adjacency A (A[i, j] = 1: edge i → j)."""
+    A = (np.asarray(A) != 0).astype(int)
+    np.fill_diagonal(A, 0)
+    indeg = A.sum(0)
+    ready = list(np.flatnonzero(indeg == 0))
+    seen = 0
+    while ready:
+        i = ready.pop()
+        seen += 1
+        for j in np.flatnonzero(A[i]):
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                ready.append(j)
+    return seen == len(A)
+
+
+def make_acyclic(W: np.ndarray, threshold: float) -> np.ndarray:
+    """0/1 adjacency {|W| > threshold}; while it has a cycle, the weakest edge lying on a
+    cycle (i → j with a path j ⇝ i) is removed."""
+    A = (np.abs(W) > threshold).astype(int)
+    np.fill_diagonal(A, 0)
+    while not is_acyclic(A):
+        reach = A.astype(bool)
+        for _ in range(int(np.ceil(np.log2(len(A)))) + 1):  # transitive closure by squaring
+            reach = reach | ((reach.astype(int) @ reach.astype(int)) > 0)
+        on_cycle = A.astype(bool) & reach.T
+        weights = np.where(on_cycle, np.abs(W), np.inf)
+        A[np.unravel_index(np.argmin(weights), W.shape)] = 0
+    return A
