@@ -240,7 +240,7 @@ def test_logistic_losses_gradient_and_comparator():
 
 def test_accelerated_gossip_preserves_average_and_beats_plain_gossip():
     from neurips26.online import AcceleratedDFTRL, accelerated_gossip
-    from neurips26.online.doco import acceleration_theta
+    from neurips26.online import acceleration_theta
 
     net = gossip_matrix("ring", 30)
     W = net.W
@@ -270,3 +270,24 @@ def test_least_squares_comparator_on_a_box_against_scipy():
     ref = minimize(lambda y: 0.5 * y @ H @ y - c @ y, np.zeros(4), method="L-BFGS-B", bounds=[(-0.2, 0.2)] * 4,
                    options={"ftol": 1e-15, "gtol": 1e-12}).fun + 0.5 * prob._bb[40]
     assert prob.best_fixed(40, Box(-0.2, 0.2)) == pytest.approx(ref, abs=1e-6)
+
+
+@pytest.mark.parametrize("make", [
+    lambda dom: DFTRL(0.05, dom), lambda dom: DOGD(0.05, dom),
+    lambda dom: CompressedDFTRL(0.05, dom, TopK(2), gamma=0.5, rounds=2),
+    lambda dom: CompressedDOGD(0.05, dom, QSGD(4), gamma=0.5),
+], ids=["D-FTRL", "D-OGD", "C-DFTRL", "C-DOGD"])
+def test_update_returns_a_new_state_and_leaves_the_old_one(make):
+    from neurips26.online import AcceleratedDFTRL
+
+    for alg in (make(Ball(1.0)), AcceleratedDFTRL(0.05, Ball(1.0), rounds=3)):
+        net = gossip_matrix("ring", 8)
+        state = alg.init(8, 6, net.W)
+        g = np.random.default_rng(0).standard_normal((8, 6))
+        state, _ = alg.update(state, g, net.W, np.random.default_rng(1))
+        before = [np.array(v, copy=True) for v in state]
+        a, rounds = alg.update(state, g, net.W, np.random.default_rng(2))
+        b, _ = alg.update(state, g, net.W, np.random.default_rng(2))
+        assert all(np.array_equal(v, w) for v, w in zip(state, before))  # the old state is untouched
+        assert all(np.array_equal(v, w) for v, w in zip(a, b))  # same state and rng: same new state
+        assert type(a) is type(state) and rounds >= 1 and alg.decide(a).shape == (8, 6)
