@@ -17,6 +17,7 @@ from ..online import (
     ScaledSign, TopK,
     gossip_matrix, run_doco,
 )
+from ._common import pyplot
 from ._harness import RunContext
 
 SIZES = {
@@ -264,10 +265,7 @@ def _record(ctx, full, bandit, methods, bandit_methods, nets, horizons, block, d
 
 
 def _figures(ctx, full, bandit, methods, bandit_methods, horizons) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     problems = sorted({k[0] for k in full})
     graphs = sorted({k[1] for k in full})
