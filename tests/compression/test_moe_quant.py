@@ -5,66 +5,10 @@ import itertools
 import pytest
 import torch
 
-from neurips26.compression.moe_quant import (allocate_ranks, find_moe_blocks, low_rank_compensation, record_routes,
-                                             replay_routes, route_weights, router_margins, routing_agreement)
+from neurips26.compression.moe_quant import allocate_ranks, low_rank_compensation, replay_routes, router_margins
+from neurips26.moe import find_moe_blocks, record_routes, routing_agreement
 
-
-def tiny(arch, **extra):
-    import transformers as T
-
-    common = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2)
-    if arch == "mixtral":
-        cfg = T.MixtralConfig(num_local_experts=4, num_experts_per_tok=2, **common, **extra)
-        cls = T.MixtralForCausalLM
-    elif arch == "qwen3":
-        cfg = T.Qwen3MoeConfig(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, decoder_sparse_step=1,
-                               **common, **extra)
-        cls = T.Qwen3MoeForCausalLM
-    else:
-        common["num_key_value_heads"] = 4  # DeepSeek's MLA has no grouped keys
-        cfg = T.DeepseekV3Config(n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
-                                 first_k_dense_replace=0, n_group=1, topk_group=1, q_lora_rank=None, kv_lora_rank=16,
-                                 qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=8, head_dim=8, n_shared_experts=1,
-                                 **common, **extra)
-        cls = T.DeepseekV3ForCausalLM
-    torch.manual_seed(0)
-    model = cls(cfg).eval()
-    with torch.no_grad():  # DeepSeek initialises its router at zero: give every router real logits
-        for b in find_moe_blocks(model):
-            b.gate.weight.normal_(0, 0.5)
-    return model
-
-
-ARCHS = ["mixtral", "qwen3", "deepseek"]
-
-
-@pytest.mark.parametrize("arch", ARCHS)
-def test_blocks_are_found_and_route_weights_follow_each_router(arch):
-    model = tiny(arch)
-    blocks = find_moe_blocks(model)
-    assert len(blocks) == 2 and all(b.num_experts == 4 and b.top_k == 2 for b in blocks)
-    x = torch.randn(10, 32)
-    for b in blocks:
-        logits, weights, idx = b.gate(x)
-        assert torch.allclose(route_weights(b.gate, logits, idx), weights, atol=1e-6)
-
-
-def test_qwen3_without_renormalization_is_followed_too():
-    model = tiny("qwen3", norm_topk_prob=False)
-    b = find_moe_blocks(model)[0]
-    logits, weights, idx = b.gate(torch.randn(7, 32))
-    assert torch.allclose(route_weights(b.gate, logits, idx), weights, atol=1e-6)
-    assert not torch.allclose(weights.sum(-1), torch.ones(7))
-
-
-def test_unsupported_architectures_get_a_clear_error():
-    import transformers as T
-
-    llama = T.LlamaForCausalLM(T.LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                                             num_attention_heads=2))
-    with pytest.raises(ValueError, match="LlamaForCausalLM: no MoE block"):
-        find_moe_blocks(llama)
+from test_moe import ARCHS, tiny  # tests/ is on sys.path (its conftest's folder)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -239,3 +183,110 @@ def test_margin_diagnostic_never_reports_more_flips_than_the_bound_allows():
         assert d["measured_flip"] <= d["predicted_flip"]
         assert d["margin_q10"] <= d["margin_q50"] <= d["margin_q90"]
     assert margin_diagnostic(ref, ref, 2)["measured_flip"] == 0.0
+
+
+def _reference_distillation(model, teacher, batches, steps, log=None, fraction=1.0, lr=3e-3):
+    """The QAT loop as the moe-mxfp4 experiment wrote it before it moved into the library."""
+    from neurips26.compression.moe_quant import RouteReplay, replay_schedule
+
+    with torch.no_grad():
+        targets = [torch.log_softmax(teacher(ids).logits, dim=-1) for ids in batches]
+    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+    replay = RouteReplay(find_moe_blocks(model), log) if log is not None else None
+    model.train()
+    for step in range(steps):
+        ids = batches[step % len(batches)]
+        if replay is not None:
+            replay.seek(step % len(batches))
+            replay.active = replay_schedule(step, steps, fraction)
+        logp = torch.log_softmax(model(ids).logits, dim=-1)
+        loss = torch.nn.functional.kl_div(logp, targets[step % len(batches)], log_target=True, reduction="batchmean")
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    if replay is not None:
+        replay.remove()
+    model.eval()
+
+
+@torch.no_grad()
+def _kl_to(teacher, student, batches) -> float:
+    kl = torch.nn.functional.kl_div
+    return sum(float(kl(torch.log_softmax(student(ids).logits, -1), torch.log_softmax(teacher(ids).logits, -1),
+                        log_target=True, reduction="batchmean")) for ids in batches)
+
+
+@pytest.mark.parametrize("arch,fraction", [("mixtral", None), ("qwen3", 0.5), ("deepseek", 1.0)])
+def test_distill_adapters_is_the_reference_loop_and_recovers_the_teacher(arch, fraction):
+    import copy
+
+    from neurips26.compression.moe_quant import distill_adapters, prepare_qat
+
+    teacher = tiny(arch)
+    batches = [torch.randint(0, 64, (2, 10), generator=torch.Generator().manual_seed(s)) for s in range(3)]
+    log = None
+    if fraction is not None:
+        with torch.no_grad(), record_routes(find_moe_blocks(teacher)) as log:
+            for ids in batches:
+                teacher(ids)
+    ours, ref = copy.deepcopy(teacher), copy.deepcopy(teacher)
+    adapters = prepare_qat(ours, ranks=2, init="residual")
+    prepare_qat(ref, ranks=2, init="residual")
+    before = _kl_to(teacher, ours, batches)
+    kw = {} if fraction is None else dict(routes=log, replay_fraction=fraction)
+    losses = distill_adapters(ours, teacher, batches, 7, lr=1e-2, **kw)
+    _reference_distillation(ref, teacher, batches, 7, log=log, fraction=fraction or 1.0, lr=1e-2)
+    # bit-identical to the loop it replaced, and nothing but the adapters moved
+    assert all(torch.equal(a, b) for a, b in zip(ours.state_dict().values(), ref.state_dict().values()))
+    assert len(losses) == 7 and not ours.training
+    for b, b0 in zip(find_moe_blocks(ours), find_moe_blocks(teacher)):
+        assert torch.equal(b.gate.weight, b0.gate.weight)
+    assert {id(p) for p in ours.parameters() if p.requires_grad} == {id(a) for a in adapters}
+    # the student moved towards the teacher (measured without replay)
+    assert _kl_to(teacher, ours, batches) < before
+
+
+def test_distill_adapters_refuses_bad_arguments():
+    from neurips26.compression.moe_quant import distill_adapters, prepare_qat
+
+    teacher = tiny("mixtral")
+    batches = [torch.randint(0, 64, (2, 6), generator=torch.Generator().manual_seed(0))]
+    import copy
+
+    plain = copy.deepcopy(teacher)
+    with pytest.raises(ValueError, match="prepare_qat"):
+        distill_adapters(plain, teacher, batches, 1)
+    student = copy.deepcopy(teacher)
+    prepare_qat(student, ranks=1)
+    with pytest.raises(ValueError, match="steps"):
+        distill_adapters(student, teacher, batches, -1)
+    with pytest.raises(ValueError, match="empty"):
+        distill_adapters(student, teacher, [], 1)
+    with pytest.raises(ValueError, match="lr"):
+        distill_adapters(student, teacher, batches, 1, lr=0.0)
+    with pytest.raises(ValueError, match="replay_fraction"):
+        distill_adapters(student, teacher, batches, 1, replay_fraction=1.5)
+    with torch.no_grad(), record_routes(find_moe_blocks(teacher)) as log:
+        teacher(batches[0])
+    with pytest.raises(ValueError, match="one per batch"):
+        distill_adapters(student, teacher, batches * 2, 1, routes=log)
+
+
+def test_residual_spectra_are_the_residuals_singular_values_keyed_for_prepare_qat():
+    from neurips26.compression.moe_quant import prepare_qat, residual_spectra
+    from neurips26.compression.mxfp4 import fake_quantize_mxfp4
+
+    model = tiny("qwen3")
+    spectra = residual_spectra(model)
+    blocks = find_moe_blocks(model)
+    assert list(spectra) == [f"{b.name}.{p}" for b in blocks for p in ("gate_up_proj", "down_proj")]
+    W = blocks[1].experts.down_proj.detach()
+    for e, s in enumerate(spectra[f"{blocks[1].name}.down_proj"]):
+        assert s.dtype == torch.float64 and s.shape == (min(W.shape[1:]),)
+        assert torch.all(s[1:] <= s[:-1])
+        assert torch.allclose(s, torch.linalg.svdvals((W[e] - fake_quantize_mxfp4(W[e])).double()), rtol=0, atol=0)
+    # the allocation built on them is what prepare_qat reads
+    ranks = {k: allocate_ranks(v, [1.0] * len(v), budget=4) for k, v in spectra.items()}
+    prepare_qat(model, ranks=ranks)
+    with pytest.raises(ValueError, match="scale_mode"):
+        residual_spectra(model, scale_mode="ceil")

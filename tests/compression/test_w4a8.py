@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from neurips26.compression import fake_quantize_mxfp4, quantize_mxfp4
-from neurips26.compression.moe_quant import find_moe_blocks
+from neurips26.moe import find_moe_blocks
 from neurips26.compression.w4a8 import (W4A8Experts, mxfp4_to_fp8, quantize_fp8_rows, quantize_moe_w4a8,
                                         w4a8_matmul)
 

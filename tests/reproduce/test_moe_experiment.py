@@ -34,7 +34,7 @@ def test_gptq_baseline_puts_the_experts_on_the_mxfp4_grid_and_leaves_the_rest():
 
     pytest.importorskip("llmcompressor")
     from neurips26.compression import quantize_mxfp4
-    from neurips26.compression.moe_quant import find_moe_blocks
+    from neurips26.moe import find_moe_blocks
 
     model = exp_mod.build("qwen3", 32, 4, 0)
     train, calib, _ = exp_mod.text_splits(16)

@@ -1,106 +1,25 @@
-"""MoE quantization pieces: finding the experts and routers of transformers MoE models,
-recording and replaying routes, the router-margin consistency diagnostic, and load-aware
-rank allocation for low-rank compensation of the quantization residual.
+"""MoE quantization pieces: replaying recorded routes, the router-margin consistency
+diagnostic, load-aware rank allocation for low-rank compensation of the quantization
+residual, and quantization-aware training of expert adapters with limited routing replay.
 
-Routers are found by structure, not by class name: a block is a module with a ``gate``
-whose ``weight`` is (E, H) and ``experts`` holding fused 3-D ``gate_up_proj`` (E, 2I, H)
-and ``down_proj`` (E, H, I) parameters (transformers 5's Mixtral, Qwen3-MoE and
-DeepSeek-V3). Every router returns (logits, top-k weights, top-k indices).
+The MoE structure itself (finding blocks, gate weights, recording routes, load and routing
+statistics) lives in :mod:`neurips26.moe`: a block's router returns (logits (T, E), top-k
+weights (T, k), top-k indices (T, k)) and its fused experts hold ``gate_up_proj``
+(E, 2I, H) and ``down_proj`` (E, H, I).
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from typing import Sequence
 
 import torch
 
-__all__ = ["MoEBlock", "find_moe_blocks", "route_weights", "record_routes", "replay_routes", "router_margins",
-           "routing_agreement", "margin_diagnostic", "allocate_ranks", "low_rank_compensation", "QuantizedExpertsWithAdapter",
-           "prepare_qat", "replay_schedule", "RouteReplay"]
+from ..moe import MoEBlock, RouteLog, find_moe_blocks, route_weights
 
-
-@dataclass
-class MoEBlock:
-    name: str
-    module: torch.nn.Module
-    gate: torch.nn.Module
-    experts: torch.nn.Module
-    top_k: int
-
-    @property
-    def num_experts(self) -> int:
-        return self.gate.weight.shape[0]
-
-
-def _is_block(mod) -> bool:
-    gate, experts = getattr(mod, "gate", None), getattr(mod, "experts", None)
-    if gate is None or experts is None or not isinstance(getattr(gate, "weight", None), torch.Tensor):
-        return False
-    gu, down = getattr(experts, "gate_up_proj", None), getattr(experts, "down_proj", None)
-    if not (isinstance(gu, torch.Tensor) and isinstance(down, torch.Tensor) and gu.ndim == 3 and down.ndim == 3):
-        return False
-    E, H = gate.weight.shape
-    return gu.shape[0] == E and down.shape[0] == E and gu.shape[2] == H and down.shape[1] == H \
-        and gu.shape[1] == 2 * down.shape[2]
-
-
-def find_moe_blocks(model: torch.nn.Module) -> list[MoEBlock]:
-    """Every MoE block of ``model``, in module order. Raises a ValueError naming what was
-    found when there is none (an unsupported layout, e.g. per-expert nn.Linear lists)."""
-    blocks = [MoEBlock(name, mod, mod.gate, mod.experts, int(getattr(mod.gate, "top_k")))
-              for name, mod in model.named_modules() if _is_block(mod) and hasattr(mod.gate, "top_k")]
-    if not blocks:
-        looks = sorted({type(m).__name__ for n, m in model.named_modules() if "expert" in n.lower() or "moe" in n.lower()})
-        raise ValueError(f"{type(model).__name__}: no MoE block found (a module with .gate.weight (E, H), .gate.top_k and "
-                         f".experts.gate_up_proj (E, 2I, H) / .down_proj (E, H, I)); modules named like experts: "
-                         f"{looks or 'none'}")
-    return blocks
-
-
-def route_weights(gate: torch.nn.Module, logits: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
-    """The gate weights of the experts ``indices`` from the router's current ``logits``, by
-    the router's own rule: softmax probabilities, renormalized over the chosen experts when
-    the router does (Mixtral always, Qwen3-MoE with ``norm_topk_prob``); for DeepSeek-V3's
-    sigmoid router (it has ``e_score_correction_bias``), sigmoid scores, renormalized when
-    ``norm_topk_prob``, times ``routed_scaling_factor``."""
-    if hasattr(gate, "e_score_correction_bias"):
-        w = logits.float().sigmoid().gather(1, indices)
-        if getattr(gate, "norm_topk_prob", False):
-            w = w / (w.sum(dim=-1, keepdim=True) + 1e-20)
-        return w * gate.routed_scaling_factor
-    w = torch.softmax(logits, dim=-1, dtype=torch.float).gather(1, indices)
-    if getattr(gate, "norm_topk_prob", True):
-        w = w / w.sum(dim=-1, keepdim=True)
-    return w.to(logits.dtype)
-
-
-@dataclass
-class RouteLog:
-    """Per block name, the router outputs of every forward call, in order."""
-
-    indices: dict = field(default_factory=dict)
-    logits: dict = field(default_factory=dict)
-
-
-@contextmanager
-def record_routes(blocks: list[MoEBlock]):
-    """Record each router's top-k indices (and logits) on every call while inside."""
-    log = RouteLog()
-    handles = []
-    for b in blocks:
-        log.indices[b.name], log.logits[b.name] = [], []
-
-        def hook(mod, args, out, name=b.name):
-            log.logits[name].append(out[0].detach().clone())
-            log.indices[name].append(out[2].detach().clone())
-
-        handles.append(b.gate.register_forward_hook(hook))
-    try:
-        yield log
-    finally:
-        for h in handles:
-            h.remove()
+__all__ = ["replay_routes", "router_margins", "margin_diagnostic", "allocate_ranks", "low_rank_compensation",
+           "QuantizedExpertsWithAdapter", "prepare_qat", "replay_schedule", "RouteReplay", "residual_spectra",
+           "distill_adapters"]
 
 
 class RouteReplay:
@@ -181,15 +100,6 @@ def margin_diagnostic(ref_logits: torch.Tensor, new_logits: torch.Tensor, k: int
     return {"predicted_flip": float((2 * delta >= m).float().mean()),
             "measured_flip": float((a != b).any(-1).float().mean()),
             "margin_q10": float(q[0]), "margin_q50": float(q[1]), "margin_q90": float(q[2])}
-
-
-def routing_agreement(ref: torch.Tensor, other: torch.Tensor) -> dict:
-    """Exact top-k set match rate and mean Jaccard index between two (tokens, k) routings."""
-    E = int(max(ref.max(), other.max())) + 1
-    a = torch.zeros(ref.shape[0], E, dtype=torch.bool).scatter_(1, ref, True)
-    b = torch.zeros(other.shape[0], E, dtype=torch.bool).scatter_(1, other, True)
-    inter, union = (a & b).sum(1).float(), (a | b).sum(1).float()
-    return {"exact": float((inter == union).float().mean()), "jaccard": float((inter / union).mean())}
 
 
 def allocate_ranks(singular_values: list[torch.Tensor], loads, budget: int) -> list[int]:
@@ -296,3 +206,97 @@ def replay_schedule(step: int, steps: int, fraction: float) -> bool:
     if not 0.0 <= fraction <= 1.0:
         raise ValueError(f"fraction must be in [0, 1], got {fraction!r}")
     return step < round(fraction * steps)
+
+
+def _has_adapter(experts: torch.nn.Module, pname: str) -> bool:
+    from torch.nn.utils import parametrize
+
+    return parametrize.is_parametrized(experts, pname) and any(
+        isinstance(p, QuantizedExpertsWithAdapter) for p in experts.parametrizations[pname])
+
+
+def residual_spectra(model: torch.nn.Module, scale_mode: str = "floor") -> dict[str, list[torch.Tensor]]:
+    """The singular values of every expert's MXFP4 quantization residual W_e − Q(W_e), in
+    float64 and descending: ``{"{block}.gate_up_proj": [σ_e (min(2I, H),) per expert],
+    "{block}.down_proj": [...]}``, keyed as :func:`prepare_qat` reads per-expert ranks (so
+    that :func:`allocate_ranks` can turn them into ranks)."""
+    from .mxfp4 import fake_quantize_mxfp4
+
+    if scale_mode not in ("floor", "rceil"):
+        raise ValueError(f"scale_mode must be 'floor' or 'rceil', got {scale_mode!r}")
+    out = {}
+    for b in find_moe_blocks(model):
+        for pname in ("gate_up_proj", "down_proj"):
+            W = getattr(b.experts, pname).detach()
+            out[f"{b.name}.{pname}"] = [torch.linalg.svdvals((W[e] - fake_quantize_mxfp4(W[e], scale_mode=scale_mode))
+                                                             .double()) for e in range(W.shape[0])]
+    return out
+
+
+def distill_adapters(student: torch.nn.Module, teacher: torch.nn.Module, batches: Sequence[torch.Tensor],
+                     steps: int, *, routes: RouteLog | None = None, replay_fraction: float = 1.0,
+                     lr: float = 3e-3) -> list[float]:
+    """Quantization-aware training of the adapters of ``student`` (a model prepared by
+    :func:`prepare_qat`: only the adapters train, routers frozen) to recover ``teacher``
+    (the unquantized model): Adam on KL(teacher ‖ student) between the next-token
+    distributions, a distillation loss, so that QAT cannot beat the reference merely by
+    training the model further.
+
+    Args:
+        student: the quantized model with trainable adapters; trained in place, left in
+            eval mode.
+        teacher: the reference model (called under no_grad, its mode is not changed).
+        batches: token-id tensors (B, T); step t trains on ``batches[t % len(batches)]``.
+        steps: the number of optimizer steps.
+        routes: with limited routing replay, the teacher's routes recorded by
+            :func:`~neurips26.moe.record_routes` over ``batches``, one forward per batch in
+            order; during the first ``replay_fraction`` of the steps each router's top-k
+            set is the recorded one (:class:`RouteReplay`, :func:`replay_schedule`).
+            None: no replay.
+        replay_fraction: the share of the steps with replay, in [0, 1].
+        lr: Adam's learning rate.
+
+    Returns the loss of every step.
+    """
+    if not (isinstance(steps, int) and steps >= 0):
+        raise ValueError(f"steps must be an int >= 0, got {steps!r}")
+    if len(batches) == 0:
+        raise ValueError("batches is empty")
+    if not lr > 0:
+        raise ValueError(f"lr must be > 0, got {lr!r}")
+    if not 0.0 <= replay_fraction <= 1.0:
+        raise ValueError(f"replay_fraction must be in [0, 1], got {replay_fraction!r}")
+    blocks = find_moe_blocks(student)
+    if not all(_has_adapter(b.experts, pname) for b in blocks for pname in ("gate_up_proj", "down_proj")):
+        raise ValueError("student's experts carry no adapters: give them adapters with prepare_qat first")
+    adapters = [p for p in student.parameters() if p.requires_grad]
+    if routes is not None:
+        for b in blocks:
+            recorded = len(routes.indices.get(b.name, []))
+            if recorded < len(batches):
+                raise ValueError(f"routes holds {recorded} recorded calls of block {b.name!r}, need one per batch "
+                                 f"({len(batches)})")
+    with torch.no_grad():
+        targets = [torch.log_softmax(teacher(ids).logits, dim=-1) for ids in batches]
+    opt = torch.optim.Adam(adapters, lr=lr)
+    replay = RouteReplay(blocks, routes) if routes is not None else None
+    losses = []
+    student.train()
+    try:
+        for step in range(steps):
+            ids = batches[step % len(batches)]
+            if replay is not None:
+                replay.seek(step % len(batches))  # routes were recorded one forward per batch
+                replay.active = replay_schedule(step, steps, replay_fraction)
+            logp = torch.log_softmax(student(ids).logits, dim=-1)
+            target = targets[step % len(batches)]
+            loss = torch.nn.functional.kl_div(logp, target, log_target=True, reduction="batchmean")
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.detach()))
+    finally:
+        if replay is not None:
+            replay.remove()
+    student.eval()
+    return losses

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from .moe_quant import find_moe_blocks
+from ..moe import find_moe_blocks
 from .mxfp4 import MXFP4Tensor, quantize_mxfp4
 
 __all__ = ["FP8_MAX", "mxfp4_to_fp8", "quantize_fp8_rows", "w4a8_matmul", "W4A8Experts", "quantize_moe_w4a8"]

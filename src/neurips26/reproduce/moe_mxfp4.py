@@ -35,10 +35,11 @@ import math
 import numpy as np
 import torch
 
-from neurips26.compression.moe_quant import (RouteReplay, allocate_ranks, find_moe_blocks, margin_diagnostic,
-                                             prepare_qat, record_routes, replay_schedule, routing_agreement)
+from neurips26.compression.moe_quant import (allocate_ranks, distill_adapters, margin_diagnostic, prepare_qat,
+                                             residual_spectra)
+from neurips26.moe import expert_loads, find_moe_blocks, record_routes, routing_agreement
 
-from ._common import stdlib_text
+from ._common import pyplot, stdlib_text
 from ._harness import RunContext
 
 SIZES = {
@@ -86,8 +87,9 @@ def text_splits(context: int):
 
 
 def batches_from(data, context, batch, count, seed):
-    gen = torch.Generator().manual_seed(seed)
-    return [torch.stack([data[s: s + context] for s in torch.randint(0, len(data) - context, (batch,), generator=gen).tolist()])
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.stack([data[s: s + context]
+                         for s in torch.randint(0, len(data) - context, (batch,), generator=generator).tolist()])
             for _ in range(count)]
 
 
@@ -130,52 +132,6 @@ def routes_on(model, batches):
 def agreement(ref, other) -> dict:
     scores = [routing_agreement(ref[name], other[name]) for name in ref]
     return {k: float(np.mean([s[k] for s in scores])) for k in ("exact", "jaccard")}
-
-
-def residual_spectra(model):
-    """Per block and expert weight, the singular values of W_e − Q(W_e)."""
-    from neurips26.compression.mxfp4 import fake_quantize_mxfp4
-
-    out = {}
-    for b in find_moe_blocks(model):
-        for pname in ("gate_up_proj", "down_proj"):
-            W = getattr(b.experts, pname).detach()
-            out[f"{b.name}.{pname}"] = [torch.linalg.svdvals((W[e] - fake_quantize_mxfp4(W[e])).double())
-                                        for e in range(W.shape[0])]
-    return out
-
-
-def expert_loads(routes, experts):
-    return {name: torch.bincount(idx.reshape(-1), minlength=experts).double() for name, idx in routes.items()}
-
-
-def qat(model, teacher, batches, steps, log=None, fraction=1.0, lr=3e-3):
-    """Train the adapters to recover the reference model: KL(teacher ‖ student) on the
-    next-token distributions (a distillation loss, so that QAT cannot beat the reference
-    merely by training the model further)."""
-    with torch.no_grad():
-        targets = [torch.log_softmax(teacher(ids).logits, dim=-1) for ids in batches]
-    adapters = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.Adam(adapters, lr=lr)
-    blocks = find_moe_blocks(model)
-    replay = RouteReplay(blocks, log) if log is not None else None
-    model.train()
-    try:
-        for step in range(steps):
-            ids = batches[step % len(batches)]
-            if replay is not None:
-                replay.seek(step % len(batches))  # routes were recorded one forward per batch
-                replay.active = replay_schedule(step, steps, fraction)
-            logp = torch.log_softmax(model(ids).logits, dim=-1)
-            target = targets[step % len(batches)]
-            loss = torch.nn.functional.kl_div(logp, target, log_target=True, reduction="batchmean")
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-    finally:
-        if replay is not None:
-            replay.remove()
-    model.eval()
 
 
 def gptq_mxfp4(model, calib_batches):
@@ -231,7 +187,7 @@ def run_arch(arch, cfg, seed, track) -> dict:
     evals = eval_batches(test, cfg["context"], cfg["eval_seqs"])
     calib_batches = eval_batches(calib, cfg["context"], cfg["eval_seqs"])
     ref_routes, ref_logits = routes_on(model, evals)
-    loads = expert_loads(routes_on(model, calib_batches)[0], cfg["experts"])
+    loads = {name: expert_loads(idx, cfg["experts"]) for name, idx in routes_on(model, calib_batches)[0].items()}
     spectra = residual_spectra(model)
     E, r = cfg["experts"], cfg["rank"]
     out = {"ppl_bf16": perplexity(model, evals)}
@@ -268,12 +224,12 @@ def run_arch(arch, cfg, seed, track) -> dict:
         for ids in qat_batches:
             model(ids)
     m = variant(load_ranks, "residual")
-    qat(m, model, qat_batches, cfg["qat_steps"])
+    distill_adapters(m, model, qat_batches, cfg["qat_steps"])
     measure(m, "qat")
     sweep = {}
     for fraction in cfg["fractions"]:
         m = variant(load_ranks, "residual")
-        qat(m, model, qat_batches, cfg["qat_steps"], log=log, fraction=fraction)
+        distill_adapters(m, model, qat_batches, cfg["qat_steps"], routes=log, replay_fraction=fraction)
         sweep[fraction] = (perplexity(m, evals), agreement(ref_routes, routes_on(m, evals)[0]))
     best = min(sweep, key=lambda f: sweep[f][0])  # the fraction a user would pick: lowest perplexity
     out["ppl_qat_replay"], out["agree_qat_replay"] = sweep[best]
@@ -283,11 +239,7 @@ def run_arch(arch, cfg, seed, track) -> dict:
 
 
 def run(ctx: RunContext) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     cfg = SIZES[ctx.quick]
     ctx.config.update({k: v for k, v in cfg.items() if k != "fractions"}, fractions=list(cfg["fractions"]),
                       mxfp4="FLOOR scales, blocks of 32", text="standard-library docstrings (bytes)")

@@ -1,0 +1,131 @@
+"""Mixture-of-experts structure shared by the fields that work on MoE models (compression's
+MXFP4 quantization and QAT, optimizers that act on routers): finding the MoE blocks of a
+``transformers`` model, the router's gate weights, recording routes, and load and routing
+statistics.
+
+Blocks are found by structure, not by class name: a block is a module with a ``gate``
+whose ``weight`` is (E, H) and that has a ``top_k``, and ``experts`` holding fused 3-D
+``gate_up_proj`` (E, 2I, H) and ``down_proj`` (E, H, I) parameters (transformers 5's
+Mixtral, Qwen3-MoE and DeepSeek-V3). Every router returns (logits, top-k weights, top-k
+indices), each with one row per token: (T, E), (T, k), (T, k).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import torch
+
+__all__ = ["MoEBlock", "find_moe_blocks", "route_weights", "RouteLog", "record_routes", "expert_loads",
+           "routing_agreement"]
+
+
+@dataclass
+class MoEBlock:
+    """One MoE block of a model: its qualified ``name``, the block ``module``, its router
+    ``gate``, its fused ``experts`` and the router's ``top_k``."""
+
+    name: str
+    module: torch.nn.Module
+    gate: torch.nn.Module
+    experts: torch.nn.Module
+    top_k: int
+
+    @property
+    def num_experts(self) -> int:
+        return self.gate.weight.shape[0]
+
+
+def _is_block(mod) -> bool:
+    gate, experts = getattr(mod, "gate", None), getattr(mod, "experts", None)
+    if gate is None or experts is None or not isinstance(getattr(gate, "weight", None), torch.Tensor):
+        return False
+    gu, down = getattr(experts, "gate_up_proj", None), getattr(experts, "down_proj", None)
+    if not (isinstance(gu, torch.Tensor) and isinstance(down, torch.Tensor) and gu.ndim == 3 and down.ndim == 3):
+        return False
+    E, H = gate.weight.shape
+    return gu.shape[0] == E and down.shape[0] == E and gu.shape[2] == H and down.shape[1] == H \
+        and gu.shape[1] == 2 * down.shape[2]
+
+
+def find_moe_blocks(model: torch.nn.Module) -> list[MoEBlock]:
+    """Every MoE block of ``model``, in module order. Raises a ValueError naming what was
+    found when there is none (an unsupported layout, e.g. per-expert nn.Linear lists)."""
+    blocks = [MoEBlock(name, mod, mod.gate, mod.experts, int(getattr(mod.gate, "top_k")))
+              for name, mod in model.named_modules() if _is_block(mod) and hasattr(mod.gate, "top_k")]
+    if not blocks:
+        looks = sorted({type(m).__name__ for n, m in model.named_modules() if "expert" in n.lower() or "moe" in n.lower()})
+        raise ValueError(f"{type(model).__name__}: no MoE block found (a module with .gate.weight (E, H), .gate.top_k and "
+                         f".experts.gate_up_proj (E, 2I, H) / .down_proj (E, H, I)); modules named like experts: "
+                         f"{looks or 'none'}")
+    return blocks
+
+
+def route_weights(gate: torch.nn.Module, logits: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
+    """The gate weights (T, k) of the experts ``indices`` (T, k) from the router's current
+    ``logits`` (T, E), by the router's own rule: softmax probabilities, renormalized over
+    the chosen experts when the router does (Mixtral always, Qwen3-MoE with
+    ``norm_topk_prob``); for DeepSeek-V3's sigmoid router (it has
+    ``e_score_correction_bias``), sigmoid scores, renormalized when ``norm_topk_prob``,
+    times ``routed_scaling_factor``."""
+    if hasattr(gate, "e_score_correction_bias"):
+        w = logits.float().sigmoid().gather(1, indices)
+        if getattr(gate, "norm_topk_prob", False):
+            w = w / (w.sum(dim=-1, keepdim=True) + 1e-20)
+        return w * gate.routed_scaling_factor
+    w = torch.softmax(logits, dim=-1, dtype=torch.float).gather(1, indices)
+    if getattr(gate, "norm_topk_prob", True):
+        w = w / w.sum(dim=-1, keepdim=True)
+    return w.to(logits.dtype)
+
+
+@dataclass
+class RouteLog:
+    """Per block name, the router outputs of every forward call, in order: ``indices``
+    (T, k) and ``logits`` (T, E) tensors, one per call."""
+
+    indices: dict = field(default_factory=dict)
+    logits: dict = field(default_factory=dict)
+
+
+@contextmanager
+def record_routes(blocks: list[MoEBlock]):
+    """Record each router's top-k indices (and logits) on every call while inside; yields
+    the :class:`RouteLog` being filled."""
+    log = RouteLog()
+    handles = []
+    for b in blocks:
+        log.indices[b.name], log.logits[b.name] = [], []
+
+        def hook(mod, args, out, name=b.name):
+            log.logits[name].append(out[0].detach().clone())
+            log.indices[name].append(out[2].detach().clone())
+
+        handles.append(b.gate.register_forward_hook(hook))
+    try:
+        yield log
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def expert_loads(indices: torch.Tensor, num_experts: int) -> torch.Tensor:
+    """How many times each expert was chosen: a float64 (E,) count over the top-k
+    ``indices`` (any shape, e.g. (T, k)) of one block."""
+    if not (isinstance(num_experts, int) and num_experts >= 1):
+        raise ValueError(f"num_experts must be an int >= 1, got {num_experts!r}")
+    if indices.numel() and (int(indices.min()) < 0 or int(indices.max()) >= num_experts):
+        raise ValueError(f"indices must lie in [0, {num_experts}), got {int(indices.min())}..{int(indices.max())}")
+    return torch.bincount(indices.reshape(-1), minlength=num_experts).double()
+
+
+def routing_agreement(ref: torch.Tensor, other: torch.Tensor) -> dict:
+    """Exact top-k set match rate and mean Jaccard index between two (tokens, k) routings."""
+    if ref.ndim != 2 or ref.shape != other.shape:
+        raise ValueError(f"need two (tokens, k) routings of one shape, got {tuple(ref.shape)} and {tuple(other.shape)}")
+    E = int(max(ref.max(), other.max())) + 1
+    a = torch.zeros(ref.shape[0], E, dtype=torch.bool).scatter_(1, ref, True)
+    b = torch.zeros(other.shape[0], E, dtype=torch.bool).scatter_(1, other, True)
+    inter, union = (a & b).sum(1).float(), (a | b).sum(1).float()
+    return {"exact": float((inter == union).float().mean()), "jaccard": float((inter / union).mean())}
