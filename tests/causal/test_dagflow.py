@@ -249,7 +249,7 @@ def test_estimator_selects_acyclic_graphs_and_refuses_bad_options():
     assert is_acyclic(model.graph_at(model.path_.lambdas[-1]))
     assert sum(model.n_evaluations_.values()) > 0
     with pytest.raises(ValueError, match="formulation"):
-        DagFlow("pc")
+        DagFlow("pc").fit(X)  # scikit-learn's contract: __init__ stores, fit validates
     with pytest.raises(ValueError, match="criterion"):
         model.select("aic")
 
@@ -282,9 +282,9 @@ def test_a_mu_schedule_follows_one_path_per_mu_and_selects_among_all_of_them():
     best = model.select("bic")
     assert refit_bic(model.X_, best) == min(refit_bic(model.X_, A) for A in graphs)
     with pytest.raises(ValueError, match="dagma"):
-        DagFlow("notears", mu=(1.0, 0.1))
+        DagFlow("notears", mu=(1.0, 0.1)).fit(X)
     with pytest.raises(ValueError, match="positive"):
-        DagFlow("dagma", mu=(1.0, 0.0))
+        DagFlow("dagma", mu=(1.0, 0.0)).fit(X)
 
 
 def test_make_acyclic_removes_only_the_weakest_edge_of_a_cycle():

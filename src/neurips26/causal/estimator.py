@@ -1,53 +1,114 @@
-"""The DAG-flow estimator: a scikit-learn estimator over ``path.follow_path``."""
+"""The DAG-flow estimator: a scikit-learn estimator over ``path.follow_path`` and ``selection``."""
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .graphs import make_acyclic
-from .objectives import DagmaObjective
+from .objectives import DagmaObjective, GolemObjective, NotearsObjective
 from .path import default_lambda_min_ratio, follow_path
 from .selection import select_by_bic
 
 __all__ = ["DagFlow"]
 
 
-class DagFlow:
-    """Scikit-learn-style estimator: ``DagFlow(formulation).fit(X)`` follows the path;
-    ``path_`` is the :class:`RegularizationPath`, ``graph_at(λ)`` the thresholded acyclic
-    graph there, ``select("bic" | "stability")`` one graph from the path.
+FORMULATIONS = ("dagma", "notears", "golem", "lasso")
+CRITERIA = ("bic", "stability")
 
-    ``formulation``: "dagma" (μ, s), "notears" (ρ, α), "golem" (λ₂) or "lasso" (least squares
-    alone: each column's lasso path, no acyclicity).
 
-    For "dagma", ``mu`` may be a schedule, e.g. DAGMA's central path (1, 0.1, 0.01, 0.001):
-    one path is followed per μ (``paths_``, in the schedule's order; ``path_`` is the first),
-    and ``select`` chooses among the candidate graphs of all of them. A path at μ is in
-    units λ = μ·λ₁ of DAGMA's own ℓ1 weight λ₁.
+class DagFlow(BaseEstimator):
+    """DAG learning by following the exact regularization path of a linear SEM objective
+    (``path`` module): ``DagFlow(formulation).fit(X)`` follows the path from λ_max down to
+    ``lambda_min_ratio``·λ_max and selects one DAG on it (``adjacency_``).
 
-    ``lambda_min_ratio``: where the paths end, as a fraction of λ_max. By default glmnet's
-    rule: 1e-4 when there are more samples than variables, else 0.01. The path must reach λ
-    small against the data's scale: on unstandardized SEMs λ_max grows with the variances
-    (hundreds on a scale-free SEM), and ending at 0.01·λ_max left every edge of a true graph
-    out of reach there. ``lambda_min_ratio_`` is the value used."""
+    A scikit-learn estimator: ``__init__`` only stores its arguments, ``fit`` validates them
+    and the data, ``get_params`` / ``set_params`` / ``clone`` work. It learns a graph, not a
+    predictor: ``fit(X)`` takes no target, and there is no ``predict`` / ``transform``.
+
+    Parameters
+    ----------
+    formulation : "dagma" (μ, s), "notears" (ρ, α), "golem" (λ₂) or "lasso" (least squares
+        alone: each column's lasso path, no acyclicity).
+    lambda_min_ratio : where the paths end, as a fraction of λ_max, in (0, 1). None: glmnet's
+        rule, 1e-4 when there are more samples than variables, else 0.01. The path must reach
+        λ small against the data's scale: on unstandardized SEMs λ_max grows with the
+        variances (hundreds on a scale-free SEM), and ending at 0.01·λ_max left every edge of a
+        true graph out of reach there.
+    max_step : the largest step along the path, as a fraction of λ_max.
+    threshold : τ > 0; a graph on the path is {|W_ij| > τ}, made acyclic by removing the
+        weakest edge of each cycle.
+    mu : for "dagma", μ of DAGMA's objective, or a schedule of them, e.g. DAGMA's central
+        path (1, 0.1, 0.01, 0.001): one path is followed per μ (``paths_``, in the schedule's
+        order), and the selection chooses among the candidate graphs of all of them. A path
+        at μ is in units λ = μ·λ₁ of DAGMA's own ℓ1 weight λ₁.
+    s : DAGMA's log-det parameter (sI − W∘W must stay an M-matrix).
+    rho, alpha : NOTEARS' augmented-Lagrangian weights, fixed along the path.
+    lambda2 : GOLEM's weight of the acyclicity term.
+    criterion : how ``fit`` selects ``adjacency_`` (``select``): "bic", the candidate graph
+        of lowest BIC after a least-squares refit, or "stability", the edges present over at
+        least ``min_stability`` of the paths' log-λ length.
+    min_stability : the stability criterion's cut, in [0, 1].
+
+    Attributes
+    ----------
+    adjacency_ : (d, d) 0/1 int array, the selected DAG (adjacency_[i, j] = 1: edge i → j).
+    paths_ : list of :class:`RegularizationPath`, one per μ; ``path_`` is the first.
+    mus_ : tuple of the μ values followed (one for the formulations other than "dagma").
+    lambda_min_ratio_ : the path end used.
+    objective_ : the objective of the last path; ``X_`` its centred (n, d) data.
+    n_evaluations_ : dict, the derivative evaluations of every path together (gradients,
+        Hessian-vector products, support Hessians, values), for comparing compute.
+    n_features_in_ : d.
+    """
 
     def __init__(self, formulation: str = "dagma", lambda_min_ratio: float | None = None, max_step: float = 0.05,
                  threshold: float = 0.3, mu: float | tuple = 1.0, s: float = 1.0, rho: float = 1.0,
-                 alpha: float = 0.0, lambda2: float = 5.0):
-        if formulation not in ("dagma", "notears", "golem", "lasso"):
-            raise ValueError(f"formulation must be 'dagma', 'notears', 'golem' or 'lasso', got {formulation!r}")
-        mus = tuple(np.atleast_1d(np.asarray(mu, dtype=float)).tolist())
-        if not mus or min(mus) <= 0:
-            raise ValueError(f"mu must be a positive number or a non-empty schedule of them, got {mu!r}")
-        if len(mus) > 1 and formulation != "dagma":
-            raise ValueError(f"a schedule of mu values applies to the 'dagma' formulation only, not {formulation!r}")
-        self.formulation, self.lambda_min_ratio, self.max_step = formulation, lambda_min_ratio, max_step
-        self.threshold, self.mu, self.s, self.rho, self.alpha, self.lambda2 = threshold, mu, s, rho, alpha, lambda2
-        self._mus = mus
+                 alpha: float = 0.0, lambda2: float = 5.0, criterion: str = "bic", min_stability: float = 0.5):
+        self.formulation = formulation
+        self.lambda_min_ratio = lambda_min_ratio
+        self.max_step = max_step
+        self.threshold = threshold
+        self.mu = mu
+        self.s = s
+        self.rho = rho
+        self.alpha = alpha
+        self.lambda2 = lambda2
+        self.criterion = criterion
+        self.min_stability = min_stability
+
+    def _check_params(self) -> tuple[float, ...]:
+        """Validate the hyper-parameters; the μ schedule as a tuple of floats."""
+        if self.formulation not in FORMULATIONS:
+            raise ValueError(f"formulation must be 'dagma', 'notears', 'golem' or 'lasso', got {self.formulation!r}")
+        try:
+            mus = tuple(np.atleast_1d(np.asarray(self.mu, dtype=float)).tolist())
+        except (TypeError, ValueError):
+            mus = ()
+        if not mus or np.ndim(self.mu) > 1 or not min(mus) > 0:
+            raise ValueError(f"mu must be a positive number or a non-empty schedule of them, got {self.mu!r}")
+        if len(mus) > 1 and self.formulation != "dagma":
+            raise ValueError(f"a schedule of mu values applies to the 'dagma' formulation only, not {self.formulation!r}")
+        for name in ("max_step", "threshold", "min_stability") + (() if self.lambda_min_ratio is None else ("lambda_min_ratio",)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise TypeError(f"{name} must be a real number, got {value!r}")
+        if self.lambda_min_ratio is not None and not 0 < self.lambda_min_ratio < 1:
+            raise ValueError(f"lambda_min_ratio must be in (0, 1) or None, got {self.lambda_min_ratio!r}")
+        if not self.max_step > 0:
+            raise ValueError(f"max_step must be > 0, got {self.max_step!r}")
+        if not self.threshold > 0:
+            raise ValueError(f"threshold must be > 0, got {self.threshold!r}")
+        if self.criterion not in CRITERIA:
+            raise ValueError(f"criterion must be 'bic' or 'stability', got {self.criterion!r}")
+        if not 0 <= self.min_stability <= 1:
+            raise ValueError(f"min_stability must be in [0, 1], got {self.min_stability!r}")
+        return mus
 
     def _objective(self, X, mu):
-        from .objectives import GolemObjective, NotearsObjective
-
         if self.formulation == "dagma":
             return DagmaObjective(X, mu=mu, s=self.s)
         if self.formulation == "notears":
@@ -56,27 +117,38 @@ class DagFlow:
             return GolemObjective(X, lambda2=self.lambda2)
         return NotearsObjective(X, rho=0.0)
 
-    def fit(self, X) -> "DagFlow":
-        self.paths_, calls = [], {}
-        for mu in self._mus:
+    def fit(self, X, y=None) -> "DagFlow":
+        """Follow one path per μ on the (n, d) data X (n ≥ 2, d ≥ 2, finite, no constant
+        column; centred here) and select ``adjacency_``. ``y`` is ignored (there for the
+        scikit-learn API)."""
+        mus = self._check_params()
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2, ensure_min_features=2)
+        paths, calls = [], {}
+        for mu in mus:
             objective = self._objective(X, mu)
             n, d = objective.X_np.shape
-            self.lambda_min_ratio_ = default_lambda_min_ratio(n, d) if self.lambda_min_ratio is None else self.lambda_min_ratio
-            self.paths_.append(follow_path(objective, self.lambda_min_ratio_, self.max_step, threshold=self.threshold))
+            ratio = default_lambda_min_ratio(n, d) if self.lambda_min_ratio is None else self.lambda_min_ratio
+            paths.append(follow_path(objective, ratio, self.max_step, threshold=self.threshold))
             for k, v in objective.calls.items():
                 calls[k] = calls.get(k, 0) + v
+        self.mus_ = mus
+        self.lambda_min_ratio_ = ratio
+        self.paths_ = paths
+        self.path_ = paths[0]
         self.objective_ = objective
         self.X_ = objective.X_np
-        self.path_ = self.paths_[0]
         self.n_evaluations_ = calls
+        self.adjacency_ = self._select(self.criterion, self.min_stability)
         return self
 
     def graph_at(self, lam: float, path: int = 0) -> np.ndarray:
-        """The thresholded acyclic graph at λ on ``paths_[path]``."""
+        """The thresholded acyclic graph at λ on ``paths_[path]``: (d, d) 0/1."""
+        check_is_fitted(self)
         return make_acyclic(self.paths_[path].W_at(lam), self.threshold)
 
     def candidate_graphs(self) -> list[np.ndarray]:
-        """The distinct thresholded, acyclic graphs at the knots of every path."""
+        """The distinct thresholded, acyclic graphs at the knots of every path, each (d, d) 0/1."""
+        check_is_fitted(self)
         out, seen = [], set()
         for p in self.paths_:
             for W in p.weights:
@@ -86,7 +158,14 @@ class DagFlow:
                     out.append(A)
         return out
 
-    def select(self, criterion: str = "bic", min_stability: float = 0.5) -> np.ndarray:
+    def select(self, criterion: str | None = None, min_stability: float | None = None) -> np.ndarray:
+        """One (d, d) 0/1 graph from the paths by ``criterion`` ("bic" or "stability"; None:
+        the estimator's own, which gave ``adjacency_``)."""
+        check_is_fitted(self)
+        return self._select(self.criterion if criterion is None else criterion,
+                            self.min_stability if min_stability is None else min_stability)
+
+    def _select(self, criterion: str, min_stability: float) -> np.ndarray:
         if criterion == "bic":
             return select_by_bic(self.X_, self.candidate_graphs())
         if criterion == "stability":
