@@ -29,7 +29,7 @@ def test_selfies_codec_round_trips(smiles):
     assert ids.shape == (300, codec.max_len)
     for s, row in zip(smiles[:300], ids.tolist()):
         toks = [codec.itos[i] for i in row if i > 2]
-        assert chem._from_tokens(toks) == s
+        assert chem.smiles_from_tokens(toks) == s
 
 
 def test_penalized_logp_is_logp_minus_sa_minus_ring_penalty():

@@ -11,7 +11,8 @@ import torch
 pytest.importorskip("botorch")
 from neurips26.bayesopt.design_tasks import (ARM_MAX_TOKENS, ARM_VOCAB, arm_fitness, arm_from_tokens,  # noqa: E402
                                              arm_tokens, random_arms)
-from neurips26.bayesopt.lsbo import LatentSpaceBO, SequenceVAE, TokenCodec, load_vae, save_vae, train_vae  # noqa: E402
+from neurips26.bayesopt.lsbo import LatentSpaceBO  # noqa: E402
+from neurips26.bayesopt.vae import SequenceVAE, TokenCodec, load_vae, save_vae, train_vae  # noqa: E402
 
 
 @pytest.fixture(scope="module")

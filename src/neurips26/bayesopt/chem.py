@@ -18,7 +18,8 @@ import os
 import sys
 from functools import lru_cache
 
-__all__ = ["nci_smiles", "selfies_codec", "qed", "penalized_logp", "SimilarityMPO", "canonical"]
+__all__ = ["nci_smiles", "selfies_codec", "smiles_tokens", "smiles_from_tokens", "qed", "penalized_logp",
+           "SimilarityMPO", "canonical"]
 
 
 def _rdkit():
@@ -60,13 +61,19 @@ def canonical(smiles: str) -> str | None:
     return None if mol is None or mol.GetNumAtoms() == 0 else _rdkit().MolToSmiles(mol)
 
 
-def _to_tokens(smiles: str) -> list[str]:
+def smiles_tokens(smiles: str) -> list[str]:
+    """The SELFIES tokens of a SMILES string (``"CCO"`` → ``["[C]", "[C]", "[O]"]``):
+    the ``to_tokens`` of the molecule codec. Raises what ``selfies.encoder`` raises for a
+    SMILES that SELFIES cannot encode."""
     import selfies as sf
 
     return list(sf.split_selfies(sf.encoder(smiles)))
 
 
-def _from_tokens(tokens: list[str]) -> str | None:
+def smiles_from_tokens(tokens: list[str]) -> str | None:
+    """The canonical SMILES of a list of SELFIES tokens, or None when they decode to no
+    molecule: the ``from_tokens`` of the molecule codec, inverse of ``smiles_tokens`` up to
+    canonicalization."""
     import selfies as sf
 
     return canonical(sf.decoder("".join(tokens)))
@@ -77,11 +84,11 @@ def selfies_codec(smiles: list[str], latent_dim: int = 16, vae=None):
     alphabet, so that every decode is a molecule), sequences up to the longest one."""
     import selfies as sf
 
-    from .lsbo import TokenCodec
+    from .vae import TokenCodec
 
     alphabet = sorted(sf.get_alphabet_from_selfies(sf.encoder(s) for s in smiles) | sf.get_semantic_robust_alphabet())
-    max_len = max(len(_to_tokens(s)) for s in smiles) + 1
-    return TokenCodec(alphabet, max_len, _to_tokens, _from_tokens, vae=vae, latent_dim=latent_dim)
+    max_len = max(len(smiles_tokens(s)) for s in smiles) + 1
+    return TokenCodec(alphabet, max_len, smiles_tokens, smiles_from_tokens, vae=vae, latent_dim=latent_dim)
 
 
 def qed(smiles: str) -> float | None:

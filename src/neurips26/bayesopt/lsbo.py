@@ -1,12 +1,8 @@
 """Latent-space Bayesian optimization (LSBO) over structured objects through a VAE.
 
-Pieces, each usable alone:
+The VAE and the codec between objects and latent posteriors (``SequenceVAE``, ``TokenCodec``,
+``train_vae``) are in ``neurips26.bayesopt.vae``; this module holds the loop:
 
-* ``SequenceVAE``: a GRU VAE over token sequences whose encoder returns a Gaussian posterior
-  (mean, diagonal covariance); ``train_vae`` fits or fine-tunes it.
-* ``TokenCodec``: objects ↔ token sequences ↔ latent posteriors; ``decode`` returns ``None``
-  for a sequence that is not a valid object (never raises). ``SelfiesCodec`` (molecules, via
-  SELFIES and rdkit) is in ``neurips26.bayesopt.chem``.
 * ``LatentSpaceBO``: the loop of LOL-BO's shape: a GP surrogate over encoder posteriors, a
   trust region around the incumbent (TuRBO's success/failure rule), candidates from TuRBO's
   box, the first-order geodesic (Mahalanobis) ball of the encoder's Fisher metric, or an
@@ -28,169 +24,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from ._gp import load_hyperparameters
+from ._gp import fit_gp
 from .geometry import isotropic_ball, mahalanobis_ball, trust_region_box
+from .vae import TokenCodec, train_vae
 
-__all__ = ["SequenceVAE", "train_vae", "TokenCodec", "LatentSpaceBO", "LSBOResult", "make_surrogate", "save_vae", "load_vae"]
-
-PAD, BOS, EOS = 0, 1, 2
-SPECIALS = ("<pad>", "<bos>", "<eos>")
-
-
-class SequenceVAE(nn.Module):
-    """GRU encoder → (mean, log-variance) of a diagonal Gaussian q(z | x); GRU decoder
-    conditioned on z (initial state and every input). Greedy decoding by ``generate``."""
-
-    def __init__(self, vocab_size: int, latent_dim: int = 16, embed_dim: int = 48, hidden: int = 192):
-        super().__init__()
-        if vocab_size <= len(SPECIALS) or latent_dim < 1:
-            raise ValueError(f"need vocab_size > {len(SPECIALS)} and latent_dim >= 1")
-        self.vocab_size, self.latent_dim = vocab_size, latent_dim
-        self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD)
-        self.encoder = nn.GRU(embed_dim, hidden, batch_first=True, bidirectional=True)
-        self.to_stats = nn.Linear(2 * hidden, 2 * latent_dim)
-        self.z_to_h = nn.Linear(latent_dim, hidden)
-        self.decoder = nn.GRU(embed_dim + latent_dim, hidden, batch_first=True)
-        self.out = nn.Linear(hidden, vocab_size)
-
-    def encode(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
-        """(mean, variance), each (B, latent_dim), of q(z | tokens); tokens (B, T) padded."""
-        lengths = (tokens != PAD).sum(1).clamp_min(1).cpu()
-        packed = nn.utils.rnn.pack_padded_sequence(self.embed(tokens), lengths, batch_first=True,
-                                                   enforce_sorted=False)
-        _, h = self.encoder(packed)
-        mean, logvar = self.to_stats(torch.cat([h[0], h[1]], -1)).chunk(2, -1)
-        return mean, logvar.clamp(-12, 6).exp()
-
-    def _decode(self, z: Tensor, inputs: Tensor, h: Tensor | None = None):
-        x = torch.cat([self.embed(inputs), z[:, None, :].expand(-1, inputs.shape[1], -1)], -1)
-        if h is None:
-            h = torch.tanh(self.z_to_h(z))[None]
-        y, h = self.decoder(x, h)
-        return self.out(y), h
-
-    def loss(self, tokens: Tensor, beta: float = 0.1) -> Tensor:
-        """Mean per-sequence negative ELBO with KL weight ``beta``; ``tokens`` end in EOS."""
-        mean, var = self.encode(tokens)
-        z = mean + var.sqrt() * torch.randn_like(mean)
-        inputs = torch.cat([torch.full_like(tokens[:, :1], BOS), tokens[:, :-1]], 1)
-        logits, _ = self._decode(z, inputs)
-        rec = nn.functional.cross_entropy(logits.transpose(1, 2), tokens, ignore_index=PAD, reduction="sum")
-        kl = 0.5 * (var + mean**2 - 1 - var.log()).sum()
-        return (rec + beta * kl) / len(tokens)
-
-    @torch.no_grad()
-    def generate(self, z: Tensor, max_len: int) -> Tensor:
-        """Greedy decoding, (B, max_len) token ids, PAD after the first EOS."""
-        B = len(z)
-        tok = torch.full((B, 1), BOS, dtype=torch.long)
-        h, out = None, []
-        done = torch.zeros(B, dtype=torch.bool)
-        for _ in range(max_len):
-            logits, h = self._decode(z, tok, h)
-            tok = logits[:, -1].argmax(-1, keepdim=True)
-            tok[done] = PAD
-            out.append(tok)
-            done |= tok[:, 0] == EOS
-            if done.all():
-                break
-        seq = torch.cat(out, 1)
-        return nn.functional.pad(seq, (0, max_len - seq.shape[1]), value=PAD)
-
-
-def train_vae(vae: SequenceVAE, tokens: Tensor, epochs: int = 10, batch_size: int = 128, lr: float = 2e-3,
-              beta: float = 0.1, weights: Tensor | None = None, seed: int = 0,
-              on_epoch: Callable[[int, float], None] | None = None) -> list[float]:
-    """Fit (or fine-tune) ``vae`` on padded ``tokens`` (N, T); ``weights`` (N,) resample
-    the sequences (LOL-BO's weighted retraining). Returns the mean loss of each epoch."""
-    if tokens.ndim != 2 or len(tokens) == 0:
-        raise ValueError(f"tokens must be a non-empty (N, T) tensor, got {tuple(tokens.shape)}")
-    gen = torch.Generator().manual_seed(seed)
-    opt = torch.optim.Adam(vae.parameters(), lr=lr)
-    vae.train()
-    history = []
-    for epoch in range(epochs):
-        if weights is None:
-            order = torch.randperm(len(tokens), generator=gen)
-        else:
-            order = torch.multinomial(weights / weights.sum(), len(tokens), replacement=True, generator=gen)
-        total, n = 0.0, 0
-        for idx in order.split(batch_size):
-            loss = vae.loss(tokens[idx], beta)
-            opt.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(vae.parameters(), 5.0)
-            opt.step()
-            total, n = total + loss.item() * len(idx), n + len(idx)
-        history.append(total / n)
-        if on_epoch:
-            on_epoch(epoch, history[-1])
-    vae.eval()
-    return history
-
-
-class TokenCodec:
-    """Objects ↔ token lists ↔ the VAE's latent posteriors.
-
-    ``to_tokens(obj) -> list[str]`` and ``from_tokens(list[str]) -> obj | None`` define the
-    object language; ``None`` (or an exception) from ``from_tokens`` marks an invalid decode."""
-
-    def __init__(self, vocab: Sequence[str], max_len: int, to_tokens: Callable, from_tokens: Callable,
-                 vae: SequenceVAE | None = None, latent_dim: int = 16):
-        self.itos = list(SPECIALS) + [t for t in vocab if t not in SPECIALS]
-        self.stoi = {t: i for i, t in enumerate(self.itos)}
-        self.max_len, self.to_tokens, self.from_tokens = max_len, to_tokens, from_tokens
-        self.vae = vae or SequenceVAE(len(self.itos), latent_dim)
-
-    @property
-    def latent_dim(self) -> int:
-        return self.vae.latent_dim
-
-    def tensorize(self, objects: Sequence) -> Tensor:
-        """Padded ids (N, max_len) ending in EOS; raises on unknown tokens or too-long objects."""
-        rows = []
-        for obj in objects:
-            toks = self.to_tokens(obj)
-            if len(toks) + 1 > self.max_len:
-                raise ValueError(f"{obj!r} has {len(toks)} tokens; the codec holds at most {self.max_len - 1}")
-            unknown = [t for t in toks if t not in self.stoi]
-            if unknown:
-                raise ValueError(f"{obj!r} has tokens outside the vocabulary: {unknown[:5]}")
-            ids = [self.stoi[t] for t in toks] + [EOS]
-            rows.append(ids + [PAD] * (self.max_len - len(ids)))
-        return torch.tensor(rows, dtype=torch.long)
-
-    def fits(self, obj) -> bool:
-        try:
-            self.tensorize([obj])
-            return True
-        except (ValueError, KeyError):
-            return False
-
-    @torch.no_grad()
-    def encode(self, objects: Sequence, batch_size: int = 512) -> tuple[Tensor, Tensor]:
-        self.vae.eval()
-        parts = [self.vae.encode(t) for t in self.tensorize(objects).split(batch_size)]
-        return torch.cat([p[0] for p in parts]).double(), torch.cat([p[1] for p in parts]).double()
-
-    def decode(self, z: Tensor) -> list:
-        """One object (or None where the decode is invalid) per latent row."""
-        self.vae.eval()
-        ids = self.vae.generate(z.float(), self.max_len)
-        out = []
-        for row in ids.tolist():
-            toks = []
-            for i in row:
-                if i in (EOS, PAD):
-                    break
-                toks.append(self.itos[i])
-            try:
-                out.append(self.from_tokens(toks) if toks else None)
-            except Exception:  # noqa: BLE001 - an undecodable sequence is an invalid object, not a crash
-                out.append(None)
-        return out
+__all__ = ["LatentSpaceBO", "LSBOResult", "make_surrogate"]
 
 
 def make_surrogate(kind: str, X: Tensor, Y: Tensor, latent_dim: int, lengthscale_init: float | None = None,
@@ -198,11 +38,7 @@ def make_surrogate(kind: str, X: Tensor, Y: Tensor, latent_dim: int, lengthscale
     """A SingleTaskGP on inputs [m, diag S] (n, 2d) with the ``kind`` kernel in a ScaleKernel;
     outcomes standardized; hyperparameters by marginal likelihood (L-BFGS-B, at most
     ``maxiter`` steps), warm-started from ``state`` (a previous surrogate's state_dict)."""
-    from botorch.fit import fit_gpytorch_mll
-    from botorch.models import SingleTaskGP
-    from botorch.models.transforms import Standardize
     from gpytorch.kernels import RBFKernel, ScaleKernel
-    from gpytorch.mlls import ExactMarginalLogLikelihood
 
     from .marginalized_kernel import ExpectedRBFKernel, MarginalizedQuadraticKernel
 
@@ -217,14 +53,9 @@ def make_surrogate(kind: str, X: Tensor, Y: Tensor, latent_dim: int, lengthscale
         raise ValueError(f"kernel must be 'marginalized', 'expected-rbf' or 'rbf', got {kind!r}")
     if lengthscale_init is not None and kind != "marginalized":
         base.lengthscale = lengthscale_init
-    model = SingleTaskGP(X, Y.reshape(-1, 1), covar_module=ScaleKernel(base), outcome_transform=Standardize(1))
-    load_hyperparameters(model, state)
-    try:
-        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model),
-                         optimizer_kwargs={"options": {"maxiter": maxiter}})
-    except Exception:  # noqa: BLE001 - keep the initial hyperparameters if the fit fails
-        pass
-    return model.eval()
+    # no input transform: the kernels read S as the variance of m, which rescaling each column apart would break
+    return fit_gp(X, Y, normalize=False, covar_module=ScaleKernel(base), state=state,
+                  optimizer_kwargs={"options": {"maxiter": maxiter}})
 
 
 @dataclass
@@ -286,14 +117,14 @@ class LatentSpaceBO:
     def _candidates(self, center: Tensor, center_var: Tensor, length: float) -> Tensor:
         d = len(center)
         lo, hi = center - length / 2, center + length / 2
-        n, g = self.n_candidates, self.generator
+        n, generator = self.n_candidates, self.generator
         if self.sampler == "turbo":
-            return trust_region_box(center, torch.full((d,), length, dtype=center.dtype), n, lo, hi, g)
+            return trust_region_box(center, torch.full((d,), length, dtype=center.dtype), n, lo, hi, generator)
         if self.sampler == "isotropic":
-            return isotropic_ball(center, length / 2, n, lo, hi, g)
+            return isotropic_ball(center, length / 2, n, lo, hi, generator)
         metric = torch.diag(1.0 / center_var)
         metric = metric / torch.exp(torch.log(torch.diag(metric)).mean())  # unit determinant: same volume scale
-        return mahalanobis_ball(center, metric, length / 2, n, lo, hi, g)
+        return mahalanobis_ball(center, metric, length / 2, n, lo, hi, generator)
 
     def run(self, init_objects: Sequence, budget: int, progress: Callable[[int, float], None] | None = None) -> LSBOResult:
         """Evaluate ``init_objects``, then ``budget`` more objective calls chosen by BO."""
@@ -402,36 +233,3 @@ class LatentSpaceBO:
     @staticmethod
     def _key(obj):
         return obj if isinstance(obj, (str, int, float, tuple)) else repr(obj)
-
-
-def save_vae(codec: TokenCodec, path, meta: dict | None = None) -> None:
-    """Write the codec's VAE, vocabulary and ``meta`` to ``path`` atomically (temp + rename)."""
-    import os
-    import tempfile
-    from pathlib import Path
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    blob = {"itos": codec.itos, "max_len": codec.max_len, "latent_dim": codec.latent_dim,
-            "embed_dim": codec.vae.embed.embedding_dim, "hidden": codec.vae.decoder.hidden_size,
-            "state_dict": codec.vae.state_dict(), "meta": meta or {}}
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            torch.save(blob, fh)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
-def load_vae(path, to_tokens: Callable, from_tokens: Callable) -> tuple[TokenCodec, dict]:
-    """The codec saved by ``save_vae`` and its ``meta``."""
-    blob = torch.load(path, weights_only=False)
-    vae = SequenceVAE(len(blob["itos"]), blob["latent_dim"], blob["embed_dim"], blob["hidden"])
-    vae.load_state_dict(blob["state_dict"])
-    vae.eval()
-    codec = TokenCodec(blob["itos"], blob["max_len"], to_tokens, from_tokens, vae=vae)
-    if codec.itos != blob["itos"]:
-        raise ValueError(f"{path}: the saved vocabulary does not round-trip")
-    return codec, blob["meta"]

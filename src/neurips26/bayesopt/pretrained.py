@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from .lsbo import SequenceVAE, TokenCodec, load_vae, save_vae, train_vae
+from .vae import SequenceVAE, TokenCodec, load_vae, save_vae, train_vae
 
 __all__ = ["TASKS", "cache_path", "training_objects", "pretrained_codec"]
 
@@ -47,9 +47,9 @@ def training_objects(task: str) -> list:
 
 def _codecs(task):
     if task == "molecules":
-        from .chem import _from_tokens, _to_tokens
+        from .chem import smiles_from_tokens, smiles_tokens
 
-        return _to_tokens, _from_tokens
+        return smiles_tokens, smiles_from_tokens
     from .design_tasks import arm_from_tokens, arm_tokens
 
     return arm_tokens, arm_from_tokens

@@ -29,8 +29,9 @@ import numpy as np
 import torch
 
 from neurips26.bayesopt.lsbo import LatentSpaceBO
-from neurips26.bayesopt.pretrained import pretrained_codec
+from neurips26.bayesopt.pretrained import pretrained_codec, training_objects
 
+from ._common import pyplot
 from ._harness import RunContext
 
 SIZES = {
@@ -91,8 +92,6 @@ def _run(ctx: RunContext) -> None:
                 pass
             ctx.metric(f"vae_{space}", {"epochs": meta["epochs"], "final_loss": meta["losses"][-1],
                                         "n_train": meta["n_train"]})
-    from neurips26.bayesopt.pretrained import training_objects
-
     results: dict = {}
     jobs = [(t, m, s) for t in cfg["tasks"] for m in methods(t, cfg) for s in cfg["seeds"]]
     pools = {space: training_objects(space) for space in codecs}
@@ -164,11 +163,7 @@ def tables(ctx, summary) -> None:
 
 
 def plot(ctx, results) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     tasks = list(results)
     fig, axes = plt.subplots(1, len(tasks), figsize=(4.2 * len(tasks), 3.2), squeeze=False)
     for ax, task in zip(axes[0], tasks):
