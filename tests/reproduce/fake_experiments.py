@@ -28,3 +28,7 @@ def boom(ctx):
 
 def nan_metric(ctx):
     ctx.metric("bad", float("nan"))
+
+
+def no_figure(ctx):
+    ctx.metric("x", 1.0)

@@ -77,3 +77,23 @@ def test_atomic_outputs_have_ordinary_permissions(tmp_path):
         (d / "f").write_text("x")
     (tmp_path / "e").mkdir()
     assert (tmp_path / "d").stat().st_mode == (tmp_path / "e").stat().st_mode
+
+
+def test_a_failed_run_leaves_the_previous_results_whole(fake_registry, tmp_path):
+    first = run_experiment(fake_registry["fake-ok"], tmp_path, seed=1)
+    before = sorted(os.listdir(tmp_path / "fake-ok"))
+    boom = Experiment(slug="fake-ok", paper="p", summary="s", target="fake_experiments:boom")
+    with pytest.raises(RuntimeError, match="deliberate"):
+        run_experiment(boom, tmp_path, seed=2)
+    assert sorted(os.listdir(tmp_path / "fake-ok")) == before
+    assert json.loads((tmp_path / "fake-ok" / "results.json").read_text()) == first
+    assert os.listdir(tmp_path) == ["fake-ok"]  # no temporary folder left behind
+
+
+def test_a_folder_never_mixes_two_runs(fake_registry, tmp_path):
+    run_experiment(fake_registry["fake-ok"], tmp_path, seed=1)
+    assert (tmp_path / "fake-ok" / "line.png").exists()
+    # a second run that saves no figure replaces the whole folder: the old figure does not linger
+    no_figure = Experiment(slug="fake-ok", paper="p", summary="s", target="fake_experiments:no_figure")
+    run_experiment(no_figure, tmp_path, seed=1)
+    assert sorted(os.listdir(tmp_path / "fake-ok")) == ["report.md", "results.json"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
-from .._atomic import atomic_open, atomic_write_text
+from .._atomic import atomic_directory, atomic_open, atomic_write_text
 
 T = TypeVar("T")
 
@@ -193,30 +193,33 @@ def _seed_everything(seed: int) -> None:
 def run_experiment(exp: Experiment, out: Path, seed: int = 0, quick: bool = False, progress=None) -> dict[str, Any]:
     """Run one experiment and write ``out/slug/{results.json, report.md, *.png}``.
 
-    Returns the results dict. Exceptions from the experiment propagate; nothing is
-    written for a failed run except the figures it had already saved.
+    Returns the results dict. Everything is written into a temporary folder beside
+    ``out/slug`` that replaces it in one move once the run has finished, so the folder
+    always holds one complete run: a failed or interrupted run leaves the previous
+    results as they were (exceptions from the experiment propagate).
     """
     run_dir = Path(out) / exp.slug
-    check_writable(run_dir)
-    ctx = RunContext(exp.slug, run_dir, seed=seed, quick=quick, progress=progress)
+    check_writable(Path(out))
     fn = exp.load()
-    _seed_everything(seed)
-    start = time.perf_counter()
-    fn(ctx)
-    wall = time.perf_counter() - start
-    results = {
-        "slug": exp.slug,
-        "paper": exp.paper,
-        "quick": quick,
-        "seed": seed,
-        "wall_s": round(wall, 3),
-        "env": environment(),
-        "config": _check_json_value("config", ctx.config),
-        "metrics": ctx.metrics,
-        "claims": [vars(c) for c in ctx.claims],
-    }
-    atomic_write_text(run_dir / "report.md", render_markdown(results, ctx.sections))
-    atomic_write_text(run_dir / "results.json", json.dumps(results, indent=2, allow_nan=False) + "\n")
+    with atomic_directory(run_dir, overwrite=True) as tmp_dir:
+        ctx = RunContext(exp.slug, tmp_dir, seed=seed, quick=quick, progress=progress)
+        _seed_everything(seed)
+        start = time.perf_counter()
+        fn(ctx)
+        wall = time.perf_counter() - start
+        results = {
+            "slug": exp.slug,
+            "paper": exp.paper,
+            "quick": quick,
+            "seed": seed,
+            "wall_s": round(wall, 3),
+            "env": environment(),
+            "config": _check_json_value("config", ctx.config),
+            "metrics": ctx.metrics,
+            "claims": [vars(c) for c in ctx.claims],
+        }
+        atomic_write_text(tmp_dir / "report.md", render_markdown(results, ctx.sections))
+        atomic_write_text(tmp_dir / "results.json", json.dumps(results, indent=2, allow_nan=False) + "\n")
     return results
 
 
