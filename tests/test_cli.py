@@ -90,3 +90,35 @@ def test_pome_command_on_sharded_hf_folders_loads_back_in_transformers(tmp_path)
             torch.testing.assert_close(w, p[name] + pome_delta(f[name] - p[name], rank=4), atol=1e-6, rtol=0)
         else:
             assert torch.equal(w, f[name]), name
+
+
+def test_sigterm_mid_pome_is_handled_like_ctrl_c(tmp_path, monkeypatch, capsys):
+    import os
+    import signal
+
+    from neurips26 import compression
+
+    pre = {f"l{i}.up_proj.weight": torch.randn(8, 6) for i in range(4)}
+    ft = {k: v + 0.1 * torch.randn_like(v) for k, v in pre.items()}
+    save_file(pre, tmp_path / "pre.safetensors")
+    save_file(ft, tmp_path / "ft.safetensors")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "o.safetensors").write_bytes(b"the earlier output")
+    real = compression.pome_checkpoint
+
+    def killed_after_the_first_tensor(*args, callback, **kwargs):
+        def cb(*info):
+            callback(*info)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        return real(*args, callback=cb, **kwargs)
+
+    monkeypatch.setattr(compression, "pome_checkpoint", killed_after_the_first_tensor)
+    previous = signal.getsignal(signal.SIGTERM)
+    args = [str(tmp_path / "pre.safetensors"), str(tmp_path / "ft.safetensors"), "-o", str(out / "o.safetensors")]
+    assert main(["pome", *args, "--overwrite"]) == 143
+    assert "interrupted (SIGTERM)" in capsys.readouterr().err
+    assert os.listdir(out) == ["o.safetensors"]  # no temporary file left
+    assert (out / "o.safetensors").read_bytes() == b"the earlier output"
+    assert signal.getsignal(signal.SIGTERM) == previous  # the handler is given back

@@ -6,7 +6,9 @@ Exit status: 0 on success, 1 when an experiment failed, 2 for bad usage or input
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Sequence
@@ -210,9 +212,26 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. SIGTERM (a scheduler's kill, ``timeout``) is handled like Ctrl-C:
+    the command unwinds, its temporary files are removed, and what was there before
+    stays as it was. Exit status 130 for SIGINT, 143 for SIGTERM."""
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _interrupt) if in_main_thread else None
+    try:
+        return args.func(args)
+    except KeyboardInterrupt as exc:
+        by = exc.args[0] if exc.args else "SIGINT"
+        console.print(f"[red]interrupted ({by}):[/] nothing half-written was left; earlier outputs are unchanged")
+        return 143 if by == "SIGTERM" else 130
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover
