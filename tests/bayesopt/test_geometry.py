@@ -7,16 +7,16 @@ import torch
 from neurips26.bayesopt.geometry import interpolated_metric, isotropic_ball, mahalanobis_ball, trust_region_box
 
 
-def spd(d, gen):
-    A = torch.randn(d, d, generator=gen, dtype=torch.float64)
+def spd(d, generator):
+    A = torch.randn(d, d, generator=generator, dtype=torch.float64)
     return A @ A.T + 0.5 * torch.eye(d, dtype=torch.float64)
 
 
 def test_candidates_lie_in_the_ellipsoid_and_are_uniform_in_it():
-    gen = torch.Generator().manual_seed(0)
+    generator = torch.Generator().manual_seed(0)
     d = 3
-    G, z0 = spd(d, gen), torch.randn(d, generator=gen, dtype=torch.float64)
-    pts = mahalanobis_ball(z0, G, 0.8, 20_000, generator=gen)
+    G, z0 = spd(d, generator), torch.randn(d, generator=generator, dtype=torch.float64)
+    pts = mahalanobis_ball(z0, G, 0.8, 20_000, generator=generator)
     q = torch.einsum("ni,ij,nj->n", pts - z0, G, pts - z0)
     assert float(q.max()) <= 0.8**2 * (1 + 1e-12)
     # uniform in a d-ball: P(‖·‖_G ≤ ρ r) = ρ^d
@@ -30,17 +30,17 @@ def test_candidates_lie_in_the_ellipsoid_and_are_uniform_in_it():
 
 
 def test_trust_region_is_respected_and_bad_input_refused():
-    gen = torch.Generator().manual_seed(1)
+    generator = torch.Generator().manual_seed(1)
     d = 2
     G = torch.diag(torch.tensor([1.0, 100.0], dtype=torch.float64))
     z0 = torch.zeros(d, dtype=torch.float64)
     lower, upper = torch.tensor([-0.3, -1.0], dtype=torch.float64), torch.tensor([1.0, 1.0], dtype=torch.float64)
-    pts = mahalanobis_ball(z0, G, 1.0, 500, lower, upper, generator=gen)
+    pts = mahalanobis_ball(z0, G, 1.0, 500, lower, upper, generator=generator)
     assert len(pts) == 500 and torch.all((pts >= lower) & (pts <= upper))
     assert float(pts[:, 1].abs().max()) <= 0.1 + 1e-12  # the short axis: 1/√100
-    iso = isotropic_ball(z0, 1.0, 500, lower, upper, generator=gen)
+    iso = isotropic_ball(z0, 1.0, 500, lower, upper, generator=generator)
     assert float(iso[:, 1].abs().max()) > 0.5  # the isotropic ball ignores the metric
-    box = trust_region_box(z0, torch.tensor([0.4, 0.4], dtype=torch.float64), 500, lower, upper, generator=gen)
+    box = trust_region_box(z0, torch.tensor([0.4, 0.4], dtype=torch.float64), 500, lower, upper, generator=generator)
     assert torch.all(box.abs() <= 0.2 + 1e-12)
     with pytest.raises(torch.linalg.LinAlgError):
         mahalanobis_ball(z0, -torch.eye(2, dtype=torch.float64), 1.0, 5)

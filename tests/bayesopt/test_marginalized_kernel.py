@@ -11,48 +11,48 @@ from gpytorch.test.base_kernel_test_case import BaseKernelTestCase
 from neurips26.bayesopt import ExpectedRBFKernel, MarginalizedQuadraticKernel
 
 
-def random_posteriors(n, d, full, gen, scale=1.0):
-    m = torch.randn(n, d, generator=gen, dtype=torch.float64)
+def random_posteriors(n, d, full, generator, scale=1.0):
+    m = torch.randn(n, d, generator=generator, dtype=torch.float64)
     if full:
-        L = torch.randn(n, d, d, generator=gen, dtype=torch.float64) * 0.5 * scale
+        L = torch.randn(n, d, d, generator=generator, dtype=torch.float64) * 0.5 * scale
         S = L @ L.transpose(-1, -2) + 0.05 * torch.eye(d, dtype=torch.float64)
         return m, S, torch.cat([m, S.flatten(-2)], -1)
-    s = torch.rand(n, d, generator=gen, dtype=torch.float64) * scale + 0.01
+    s = torch.rand(n, d, generator=generator, dtype=torch.float64) * scale + 0.01
     return m, s, torch.cat([m, s], -1)
 
 
-def sample(m, S, full, count, gen):
-    eps = torch.randn(count, m.shape[-1], generator=gen, dtype=torch.float64)
+def sample(m, S, full, count, generator):
+    eps = torch.randn(count, m.shape[-1], generator=generator, dtype=torch.float64)
     return m + (eps @ torch.linalg.cholesky(S).T if full else eps * S.sqrt())
 
 
 @pytest.mark.parametrize("full", [False, True])
 @pytest.mark.parametrize("seed", range(4))
 def test_closed_form_matches_monte_carlo_within_3_standard_errors(full, seed):
-    gen = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
     d = 3
-    (m1, S1, x1), (m2, S2, x2) = random_posteriors(1, d, full, gen), random_posteriors(1, d, full, gen)
+    (m1, S1, x1), (m2, S2, x2) = random_posteriors(1, d, full, generator), random_posteriors(1, d, full, generator)
     k = MarginalizedQuadraticKernel("full" if full else "diag", latent_dims=d).double()
-    ell = torch.rand(1, d, generator=gen, dtype=torch.float64) + 0.5
-    c = float(torch.rand(1, generator=gen)) * 2
+    ell = torch.rand(1, d, generator=generator, dtype=torch.float64) + 0.5
+    c = float(torch.rand(1, generator=generator)) * 2
     k.lengthscale, k.offset = ell, c
     with torch.no_grad():
         closed = float(k(x1, x2).to_dense())
     n = 100_000
-    z1, z2 = sample(m1[0], S1[0], full, n, gen) / ell, sample(m2[0], S2[0], full, n, gen) / ell
+    z1, z2 = sample(m1[0], S1[0], full, n, generator) / ell, sample(m2[0], S2[0], full, n, generator) / ell
     vals = ((z1 * z2).sum(-1) + c) ** 2
     se = float(vals.std()) / math.sqrt(n)
     assert abs(closed - float(vals.mean())) < 3 * se
 
 
 def test_expected_rbf_matches_monte_carlo():
-    gen = torch.Generator().manual_seed(7)
-    (m1, s1, x1), (m2, s2, x2) = random_posteriors(1, 3, False, gen), random_posteriors(1, 3, False, gen)
+    generator = torch.Generator().manual_seed(7)
+    (m1, s1, x1), (m2, s2, x2) = random_posteriors(1, 3, False, generator), random_posteriors(1, 3, False, generator)
     k = ExpectedRBFKernel(latent_dims=3).double()
     ell = torch.tensor([[0.7, 1.2, 2.0]], dtype=torch.float64)
     k.lengthscale = ell
     n = 100_000
-    z1, z2 = sample(m1[0], s1[0], False, n, gen), sample(m2[0], s2[0], False, n, gen)
+    z1, z2 = sample(m1[0], s1[0], False, n, generator), sample(m2[0], s2[0], False, n, generator)
     vals = torch.exp(-0.5 * (((z1 - z2) / ell) ** 2).sum(-1))
     with torch.no_grad():
         closed = float(k(x1, x2).to_dense())
@@ -61,9 +61,9 @@ def test_expected_rbf_matches_monte_carlo():
 
 @pytest.mark.parametrize("full", [False, True])
 def test_gram_is_psd_with_the_feature_space_rank(full):
-    gen = torch.Generator().manual_seed(11)
+    generator = torch.Generator().manual_seed(11)
     d, n = 3, 40
-    _, _, x = random_posteriors(n, d, full, gen)
+    _, _, x = random_posteriors(n, d, full, generator)
     k = MarginalizedQuadraticKernel("full" if full else "diag").double()
     k.offset = 0.7
     K = k(x).to_dense()
@@ -74,8 +74,8 @@ def test_gram_is_psd_with_the_feature_space_rank(full):
 
 
 def test_vanishing_covariance_gives_the_quadratic_kernel_on_means():
-    gen = torch.Generator().manual_seed(12)
-    m = torch.randn(6, 4, generator=gen, dtype=torch.float64)
+    generator = torch.Generator().manual_seed(12)
+    m = torch.randn(6, 4, generator=generator, dtype=torch.float64)
     x = torch.cat([m, torch.zeros(6, 4, dtype=torch.float64)], -1)
     k = MarginalizedQuadraticKernel(latent_dims=4).double()
     ell = torch.tensor([[0.5, 1.0, 1.5, 2.0]], dtype=torch.float64)
@@ -83,7 +83,7 @@ def test_vanishing_covariance_gives_the_quadratic_kernel_on_means():
     mm = (m / ell) @ (m / ell).T
     assert torch.allclose(k(x).to_dense(), (mm + 1.3) ** 2)
     # and the full layout agrees with the diagonal one on diagonal S
-    s = torch.rand(6, 4, generator=gen, dtype=torch.float64)
+    s = torch.rand(6, 4, generator=generator, dtype=torch.float64)
     full = MarginalizedQuadraticKernel("full", latent_dims=4).double()
     full.lengthscale, full.offset = ell, 1.3
     xf = torch.cat([m, torch.diag_embed(s).flatten(-2)], -1)

@@ -15,8 +15,8 @@ def rbf_grid(n=30, lengthscale=0.2):
     return torch.exp(-0.5 * (x[:, None] - x[None, :]) ** 2 / lengthscale**2) + 1e-9 * torch.eye(n, dtype=torch.float64)
 
 
-def prior_draw(K, gen):
-    return torch.linalg.cholesky(K) @ torch.randn(len(K), generator=gen, dtype=K.dtype)
+def prior_draw(K, generator):
+    return torch.linalg.cholesky(K) @ torch.randn(len(K), generator=generator, dtype=K.dtype)
 
 
 def test_tighter_bound_never_exceeds_the_classical_one():
@@ -43,8 +43,8 @@ def test_posterior_matches_the_textbook_formulas():
 
 def test_smaller_eps_or_delta_never_stops_earlier():
     K = rbf_grid()
-    gen = torch.Generator().manual_seed(3)
-    f = prior_draw(K, gen)
+    generator = torch.Generator().manual_seed(3)
+    f = prior_draw(K, generator)
     stops = []
     for eps in (1.0, 0.5, 0.2, 0.1):
         _, t = gp_ucb(f, K, 0.01, EpsDeltaRule(eps, 0.1), delta=0.1, max_iter=80,
@@ -69,11 +69,11 @@ def clopper_pearson_lower(k, n, alpha=0.05):
 def test_eps_delta_rule_covers_gp_prior_draws():
     K = rbf_grid()
     eps, delta, runs = 0.25, 0.1, 200
-    gen = torch.Generator().manual_seed(7)
+    generator = torch.Generator().manual_seed(7)
     good, stopped = 0, 0
     for _ in range(runs):
-        f = prior_draw(K, gen)
-        decision, t = gp_ucb(f, K, 0.01, EpsDeltaRule(eps, delta), delta, max_iter=100, generator=gen)
+        f = prior_draw(K, generator)
+        decision, t = gp_ucb(f, K, 0.01, EpsDeltaRule(eps, delta), delta, max_iter=100, generator=generator)
         stopped += decision.stop
         good += float(f.max() - f[decision.incumbent]) <= eps
     assert stopped >= 0.9 * runs  # the rule does stop on this problem
@@ -131,11 +131,11 @@ def test_rkhs_confidence_band_covers_rkhs_functions():
     K = rbf_grid(40, 0.15)
     B, R, delta = 1.0, 0.1, 0.1
     beta = ChowdhuryGopalan(B, R, delta)
-    gen = torch.Generator().manual_seed(11)
+    generator = torch.Generator().manual_seed(11)
     runs, covered = 100, 0
     for _ in range(runs):
-        idx = torch.randint(40, (5,), generator=gen)
-        alpha = torch.randn(5, generator=gen, dtype=torch.float64)
+        idx = torch.randint(40, (5,), generator=generator)
+        alpha = torch.randn(5, generator=generator, dtype=torch.float64)
         f = K[:, idx] @ alpha
         f = f * B / math.sqrt(float(alpha @ K[idx][:, idx] @ alpha))
         obs, ys, ok = [], [], True
@@ -143,9 +143,9 @@ def test_rkhs_confidence_band_covers_rkhs_functions():
             mu, sd = gp_posterior(K, obs, torch.tensor(ys, dtype=K.dtype), beta.noise)
             width = math.sqrt(beta(K[obs][:, obs])) * sd
             ok &= bool(((f - mu).abs() <= width + 1e-12).all())
-            x = int(torch.randint(40, (1,), generator=gen))
+            x = int(torch.randint(40, (1,), generator=generator))
             obs.append(x)
-            ys.append(float(f[x]) + R * float(torch.randn(1, generator=gen, dtype=K.dtype)))
+            ys.append(float(f[x]) + R * float(torch.randn(1, generator=generator, dtype=K.dtype)))
         covered += ok
     assert covered / runs >= 1 - delta
     with pytest.raises(ValueError):

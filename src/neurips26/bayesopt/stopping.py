@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ._gp import fit_gp
+
 __all__ = ["SrinivasFinite", "SrinivasContinuous", "ChowdhuryGopalan", "regret_bounds", "StopDecision", "EpsDeltaRule", "UCBLCBGapRule", "EIThresholdRule",
            "FixedBudget", "RuleRace", "gp_posterior", "gp_ucb", "bayes_opt_loop", "BOResult"]
 
@@ -260,7 +262,7 @@ def bayes_opt_loop(objective, bounds: torch.Tensor, stopping, delta: float = 0.1
     """GP-UCB with BoTorch until ``stopping`` says stop: maximize ``objective`` (a callable
     on (n, d) tensors returning (n,)) over the box ``bounds`` (2, d).
 
-    Each iteration fits a ``SingleTaskGP`` (``fit_gpytorch_mll``; ``noise`` fixes the
+    Each iteration fits a ``SingleTaskGP`` (``fit_gp``; ``noise`` fixes the
     observation variance instead of learning it), takes x_t = argmax of BoTorch's
     ``UpperConfidenceBound`` with β_t (``optimize_acqf``), and hands the rule the posterior
     on a fixed Sobol set of ``n_candidates`` points plus x_t, the finite domain over which
@@ -269,11 +271,7 @@ def bayes_opt_loop(objective, bounds: torch.Tensor, stopping, delta: float = 0.1
     UCB maximizer over it and the initial points are drawn from it.
     """
     from botorch.acquisition import UpperConfidenceBound
-    from botorch.fit import fit_gpytorch_mll
-    from botorch.models import SingleTaskGP
-    from botorch.models.transforms import Normalize, Standardize
     from botorch.optim import optimize_acqf
-    from gpytorch.mlls import ExactMarginalLogLikelihood
     from torch.quasirandom import SobolEngine
 
     bounds = torch.as_tensor(bounds, dtype=torch.float64)
@@ -297,9 +295,8 @@ def bayes_opt_loop(objective, bounds: torch.Tensor, stopping, delta: float = 0.1
     beta_fn = SrinivasFinite(len(cands) if candidates is not None else len(cands) + 1, delta)
     decision = None
     for t in range(1, max_iter + 1):
-        kw = {"train_Yvar": torch.full_like(Y[:, None], noise)} if noise is not None else {}
-        model = SingleTaskGP(X, Y[:, None], input_transform=Normalize(d), outcome_transform=Standardize(1), **kw)
-        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+        # inputs normalized to the data's own range; a failed fit stops the loop
+        model = fit_gp(X, Y, noise=noise, strict=True)
         beta = beta_fn(t)
         if candidates is not None:
             domain = cands

@@ -32,7 +32,7 @@ import torch
 from neurips26.bayesopt import (EIThresholdRule, EpsDeltaRule, FixedBudget, RuleRace, UCBLCBGapRule, bayes_opt_loop,
                                 gp_ucb)
 
-from ._common import quiet_bo_warnings
+from ._common import pyplot, quiet_bo_warnings
 from ._harness import RunContext
 
 SIZES = {
@@ -67,12 +67,12 @@ def gp_prior_runs(cfg, ctx) -> list[dict]:
     x = torch.linspace(0, 1, 50, dtype=torch.float64)
     K = torch.exp(-0.5 * (x[:, None] - x[None, :]) ** 2 / 0.1**2) + 1e-9 * torch.eye(50, dtype=torch.float64)
     L = torch.linalg.cholesky(K)
-    gen = torch.Generator().manual_seed(ctx.seed)
+    generator = torch.Generator().manual_seed(ctx.seed)
     out = []
     for _ in ctx.track(range(cfg["gp_runs"]), "GP-prior draws"):
-        f = L @ torch.randn(50, generator=gen, dtype=torch.float64)
+        f = L @ torch.randn(50, generator=generator, dtype=torch.float64)
         race = make_rules(EPS["gp-prior"], cfg["gp_iters"])
-        gp_ucb(f, K, 0.01, race, DELTA, cfg["gp_iters"], gen)
+        gp_ucb(f, K, 0.01, race, DELTA, cfg["gp_iters"], generator)
         out.append(outcomes(race, lambda _, d: float(f.max() - f[d.incumbent]), cfg["gp_iters"]))
     return out
 
@@ -127,11 +127,11 @@ def hpo_runs(cfg, ctx) -> list[dict]:
     f_star = float(acc.max())
     out = []
     for seed in ctx.track(cfg["hpo_seeds"], "HPO emulator"):
-        gen = torch.Generator().manual_seed(1000 + seed)
+        generator = torch.Generator().manual_seed(1000 + seed)
 
         def objective(Z):
             i = torch.cdist(Z, X).argmin(1)
-            return acc[i] + sd[i] * torch.randn(len(i), generator=gen, dtype=torch.float64)
+            return acc[i] + sd[i] * torch.randn(len(i), generator=generator, dtype=torch.float64)
 
         race = make_rules(EPS["hpo-svm"], cfg["hpo_iters"])
         bayes_opt_loop(objective, bounds, race, delta=DELTA, n_init=5, max_iter=cfg["hpo_iters"], seed=seed,
@@ -191,11 +191,7 @@ def _run(ctx: RunContext) -> None:
 
 
 def plot(ctx, summary) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     probs = list(summary)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
     width = 0.8 / len(RULES)
