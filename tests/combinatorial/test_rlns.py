@@ -238,3 +238,71 @@ def test_vehicle_scheduling_block_moves_are_exact_and_feasible():
         RLNS(prob, RandomBlock(2), Entropic()).run(Y0, theta, 1)
     with pytest.raises(ValueError, match="source arc"):
         VehicleScheduling(2, [(-1, 0), (0, -2), (1, -2)])
+
+
+def test_incompatible_components_are_refused_at_construction():
+    from neurips26.combinatorial import BruteForceLocalSolver, IncompatibleComponentsError, MILPLocalSolver
+
+    prob = gap_instance()
+    # entropic sampling needs the enumerated completions; the MILP solver gives only the optimum
+    with pytest.raises(ValueError, match="Entropic samples among the block's enumerated completions"):
+        RLNS(prob, RandomBlock(2), Entropic(), local_solver=MILPLocalSolver())
+    assert issubclass(IncompatibleComponentsError, ValueError)
+    RLNS(prob, RandomBlock(2), Perturbed(1.0), local_solver=MILPLocalSolver())  # argmax regularizers are fine
+    RLNS(prob, RandomBlock(2), Greedy(), local_solver=MILPLocalSolver())
+    # a problem without enumerable completions needs the MILP solver, whatever the regularizer
+    with pytest.raises(ValueError, match="MILPLocalSolver"):
+        RLNS(tiny_schedule(), RandomBlock(2), Greedy())
+    # blocks that do not fit the problem or the enumeration budget
+    with pytest.raises(ValueError, match="exceeds the problem's 5 units"):
+        RLNS(prob, RandomBlock(6))
+    with pytest.raises(ValueError, match="max_candidates=10"):
+        RLNS(prob, RandomBlock(3), local_solver=BruteForceLocalSolver(max_candidates=10))
+    with pytest.raises(TypeError, match="regularizer"):
+        RLNS(prob, RandomBlock(2), regularizer="entropic")
+
+
+def test_run_takes_a_numpy_generator_as_rng_and_an_int_as_seed():
+    prob = KSubset(8, 3)
+    sampler = RLNS(prob, RandomBlock(2), Entropic())
+    theta = np.random.default_rng(0).normal(size=8)
+    Y0 = prob.random_feasible(np.random.default_rng(1), 4)
+    by_seed = sampler.run(Y0, theta, 10, seed=5)
+    assert np.array_equal(by_seed, sampler.run(Y0, theta, 10, np.random.default_rng(5)))
+    assert np.array_equal(sampler.run(Y0, theta, 10), sampler.run(Y0, theta, 10, seed=0))
+    with pytest.raises(TypeError, match="seed="):
+        sampler.run(Y0, theta, 10, 5)
+
+
+@pytest.mark.parametrize("name", ["k-subset", "gap", "gap-tight"])
+def test_global_milp_optimum_equals_brute_force_enumeration(name):
+    from neurips26.combinatorial import solve_binary_milp
+
+    if name == "k-subset":
+        prob = KSubset(9, 4)
+    elif name == "gap":
+        prob = gap_instance()
+    else:  # capacities that bind: most assignments are infeasible
+        w = np.random.default_rng(11).integers(1, 10, size=(3, 6)).astype(float)
+        prob = GeneralizedAssignment(w, np.floor(w.sum(1) / 2.5))
+    states = prob.enumerate()
+    if name == "gap-tight":
+        assert 0 < len(states) < 3**6 / 2
+    rng = np.random.default_rng(12)
+    for _ in range(10):
+        theta = rng.normal(size=prob.n_vars)
+        y = solve_binary_milp(-theta, prob.milp())
+        assert y.dtype == np.int8 and prob.is_feasible(y[None])[0]
+        assert abs(float(y @ theta) - float((states @ theta).max())) < 1e-9
+
+
+def test_solve_binary_milp_refuses_bad_input_and_reports_infeasibility():
+    from neurips26.combinatorial import solve_binary_milp
+
+    prob = KSubset(5, 2)
+    with pytest.raises(ValueError, match="finite vector"):
+        solve_binary_milp(np.array([0.0, np.nan, 0, 0, 0]), prob.milp())
+    with pytest.raises(ValueError, match="5 columns"):
+        solve_binary_milp(np.zeros(5), [(np.ones((1, 4)), 2, 2)])
+    with pytest.raises(RuntimeError, match="no feasible solution"):
+        solve_binary_milp(np.zeros(5), [(np.ones((1, 5)), 6, 6)])  # six ones among five binaries

@@ -1,6 +1,7 @@
-"""Exact references for small instances and for k-subset: the Gibbs distribution by
-enumeration, chain properties (irreducibility, total variation), and k-subset's log
-partition function and marginals by the elementary-symmetric-polynomial recursion."""
+"""Exact references and solvers: the Gibbs distribution by enumeration, chain properties
+(irreducibility, total variation), k-subset's log partition function and marginals by the
+elementary-symmetric-polynomial recursion, and the binary MILP solve (HiGHS) behind every
+exact global or block optimum."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import torch
 
 __all__ = ["gibbs", "is_irreducible", "tv_distance", "empirical_distribution", "ksubset_log_partition",
-           "ksubset_marginals"]
+           "ksubset_marginals", "solve_binary_milp"]
 
 
 def gibbs(states: np.ndarray, theta, temperature: float = 1.0) -> np.ndarray:
@@ -66,3 +67,34 @@ def ksubset_marginals(theta, k: int, temperature: float = 1.0) -> np.ndarray:
     t = torch.as_tensor(np.asarray(theta, dtype=float)).requires_grad_(True)
     (grad,) = torch.autograd.grad(ksubset_log_partition(t, k, temperature).sum(), t)
     return (grad * temperature).numpy()
+
+
+def solve_binary_milp(cost, constraints, time_limit: float | None = None) -> np.ndarray:
+    """argmin costᵀy over y ∈ {0, 1}ⁿ subject to lo ≤ A y ≤ hi for every (A, lo, hi) of
+    ``constraints`` (the format of the problems' ``milp()`` and ``block_milp()``), by HiGHS
+    through ``scipy.optimize.milp``. To maximize θᵀy pass cost = −θ.
+
+    Args:
+        cost: (n,) finite objective coefficients.
+        constraints: (A (m, n), lo, hi) triples, lo / hi scalars or (m,) arrays (±inf for
+            a one-sided row).
+        time_limit: seconds for HiGHS; when it runs out, the best feasible y found so far.
+            None or 0: no limit.
+
+    Returns y (n,) as int8. Raises RuntimeError when HiGHS finds no feasible y (an
+    infeasible problem, or none found within the time limit).
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    cost = np.asarray(cost)
+    if cost.ndim != 1 or not np.all(np.isfinite(cost)):
+        raise ValueError(f"cost must be a finite vector, got shape {cost.shape}")
+    for A, _, _ in constraints:
+        if np.ndim(A) != 2 or np.shape(A)[1] != len(cost):
+            raise ValueError(f"every constraint matrix must have {len(cost)} columns, got shape {np.shape(A)}")
+    options = {"time_limit": time_limit} if time_limit else {}
+    res = milp(cost, integrality=np.ones(len(cost)), bounds=Bounds(0, 1),
+               constraints=[LinearConstraint(A, lo, hi) for A, lo, hi in constraints], options=options)
+    if res.x is None:
+        raise RuntimeError(f"the MILP found no feasible solution ({res.message})")
+    return np.round(res.x).astype(np.int8)

@@ -8,7 +8,10 @@ A problem tells the sampler three things, all vectorized over a batch of B chain
 * ``block_candidates(Y, S)``: every feasible state that agrees with Y[b] outside the units
   S[b], as full binary states (B, C, n_vars), and a mask (B, C) of the feasible ones (the
   brute-force local solver);
-* ``random_feasible(rng, B)`` and ``is_feasible(Y)``.
+* ``random_feasible(rng, B)`` and ``is_feasible(Y)``;
+* ``milp()``: the whole problem's constraints as (A, lower, upper) triples, and
+  ``block_milp(y, units)``: the block subproblem's, for the exact MILP solves
+  (:func:`~neurips26.combinatorial.exact.solve_binary_milp`).
 
 The objective is maximized: the Gibbs distribution is p(y) ∝ exp(θᵀy / T). For a cost to
 minimize, pass θ = −cost.
@@ -90,6 +93,10 @@ class KSubset:
         np.put_along_axis(cands, idx, np.broadcast_to(patterns[None], idx.shape), axis=2)
         return cands, mask
 
+
+    def milp(self):
+        """The global problem's constraints as (A, lower, upper) triples: Σ y = k."""
+        return [(np.ones((1, self.n)), float(self.k), float(self.k))]
 
     def block_milp(self, y, units):
         """The block subproblem of one state as a MILP: (free variable indices, the
@@ -185,6 +192,16 @@ class GeneralizedAssignment:
         np.put_along_axis(cands, idx, np.broadcast_to(patterns[None], idx.shape), axis=2)
         mask = np.all(self.loads(cands) <= self.capacities + 1e-9, axis=2)
         return self.one_hot(cands), mask
+
+    def milp(self):
+        """The global problem's constraints as (A, lower, upper) triples over the J·m
+        job-major variables: one agent per job, and Σ_j w[i, j]·y[j·m + i] ≤ c[i] for each
+        agent."""
+        one_per_job = np.kron(np.eye(self.J), np.ones(self.m))  # (J, J·m)
+        capacity = np.zeros((self.m, self.n_vars))
+        for i in range(self.m):
+            capacity[i, i::self.m] = self.weights[i]
+        return [(one_per_job, 1, 1), (capacity, -np.inf, self.capacities)]
 
     def block_milp(self, y, units):
         """The block subproblem of one state as a MILP over the freed jobs' m variables

@@ -18,10 +18,21 @@ per chain group).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-__all__ = ["RandomBlock", "BruteForceLocalSolver", "MILPLocalSolver", "Entropic", "Perturbed", "Greedy", "RLNS"]
+from .exact import solve_binary_milp
+
+__all__ = ["RandomBlock", "BruteForceLocalSolver", "MILPLocalSolver", "Entropic", "Perturbed", "Greedy", "RLNS",
+           "IncompatibleComponentsError"]
+
+
+class IncompatibleComponentsError(ValueError, TypeError):
+    """An RLNS whose problem, neighbourhood, regularizer and local solver cannot work
+    together (e.g. entropic sampling with a local solver that returns only the block's
+    optimum). A ValueError, as any bad combination of arguments; also a TypeError, which is
+    what the same mistake raised at the first step before RLNS checked it up front."""
 
 
 @dataclass(frozen=True)
@@ -35,9 +46,14 @@ class RandomBlock:
         if not (isinstance(self.size, int) and self.size >= 1):
             raise ValueError(f"neighbourhood size must be an int >= 1, got {self.size!r}")
 
-    def sample(self, problem, B: int, rng: np.random.Generator) -> np.ndarray:
+    def check(self, problem) -> None:
+        """Raise a ValueError when ``problem`` has fewer units than the block frees."""
         if self.size > problem.n_units:
             raise ValueError(f"neighbourhood size {self.size} exceeds the problem's {problem.n_units} units")
+
+    def sample(self, problem, B: int, rng: np.random.Generator) -> np.ndarray:
+        """(B, size) unit indices, one block per chain."""
+        self.check(problem)
         return np.argsort(rng.random((B, problem.n_units)), axis=1)[:, : self.size]
 
 
@@ -48,12 +64,23 @@ class BruteForceLocalSolver:
     before allocating them."""
 
     max_candidates: int = 4096
+    enumerates: ClassVar[bool] = True  # serves sampling regularizers (Entropic) too
+
+    def check_block(self, problem, size: int) -> None:
+        """Raise when blocks of ``size`` units of ``problem`` cannot be enumerated: the
+        problem does not enumerate completions at all (IncompatibleComponentsError), or a
+        block has more than ``max_candidates`` (ValueError)."""
+        per_unit = problem.values_per_unit
+        if per_unit is None:
+            raise IncompatibleComponentsError(
+                f"{problem!r} does not enumerate its block completions: re-optimize its blocks with MILPLocalSolver "
+                "and an argmax regularizer (Perturbed or Greedy)")
+        if per_unit ** size > self.max_candidates:
+            raise ValueError(f"a block of {size} units has {per_unit}^{size} completions, more than "
+                             f"max_candidates={self.max_candidates}: use a smaller neighbourhood")
 
     def candidates(self, problem, Y, S):
-        per_unit = problem.values_per_unit
-        if per_unit is not None and per_unit ** S.shape[1] > self.max_candidates:
-            raise ValueError(f"a block of {S.shape[1]} units has {per_unit}^{S.shape[1]} completions, more than "
-                             f"max_candidates={self.max_candidates}: use a smaller neighbourhood")
+        self.check_block(problem, S.shape[1])
         return problem.block_candidates(Y, S)
 
     def argmax(self, problem, Y, S, theta):
@@ -71,25 +98,19 @@ class MILPLocalSolver:
     ``Greedy``); entropic sampling needs the enumeration of :class:`BruteForceLocalSolver`."""
 
     time_limit: float | None = None
+    enumerates: ClassVar[bool] = False  # the optimum only: argmax regularizers
 
     def candidates(self, problem, Y, S):
         raise TypeError("MILPLocalSolver returns the block optimum only; Entropic sampling needs "
                         "BruteForceLocalSolver's enumeration")
 
     def argmax(self, problem, Y, S, theta):
-        from scipy.optimize import Bounds, LinearConstraint, milp
-
         Y = np.asarray(Y)
         out = Y.copy()
-        options = {"time_limit": self.time_limit} if self.time_limit else {}
         for b in range(len(Y)):
             th = theta if theta.ndim == 1 else theta[b]
             free, constraints = problem.block_milp(Y[b], S[b])
-            res = milp(-th[free], integrality=np.ones(len(free)), bounds=Bounds(0, 1),
-                       constraints=[LinearConstraint(A, lo, hi) for A, lo, hi in constraints], options=options)
-            if res.x is None:
-                raise RuntimeError(f"the block MILP failed: {res.message}")
-            out[b, free] = np.round(res.x).astype(out.dtype)
+            out[b, free] = solve_binary_milp(-th[free], constraints, self.time_limit)
         return out
 
 
@@ -164,6 +185,13 @@ class RLNS:
         regularizer: ``Entropic`` (exact block Gibbs), ``Perturbed`` or ``Greedy``.
         local_solver: the block re-optimizer: ``BruteForceLocalSolver`` (default; any
             regularizer) or ``MILPLocalSolver`` (HiGHS, for large blocks; argmax regularizers).
+
+    The combination is checked here, not at the first step: a sampling regularizer
+    (``Entropic``) needs a local solver that enumerates the block's completions, a problem
+    without enumerable completions (``VehicleScheduling``) needs ``MILPLocalSolver``, and a
+    ``RandomBlock`` must fit the problem (and the brute-force solver's ``max_candidates``).
+    A bad combination raises :class:`IncompatibleComponentsError` (a ValueError) or a
+    ValueError.
     """
 
     def __init__(self, problem, neighborhood=None, regularizer=None, local_solver=None):
@@ -171,6 +199,28 @@ class RLNS:
         self.neighborhood = neighborhood or RandomBlock(2)
         self.regularizer = regularizer or Entropic(1.0)
         self.local_solver = local_solver or BruteForceLocalSolver()
+        self._check_components()
+
+    def _check_components(self) -> None:
+        reg, solver = self.regularizer, self.local_solver
+        if not callable(getattr(self.neighborhood, "sample", None)):
+            raise TypeError(f"neighborhood must have a sample(problem, B, rng) method, got {self.neighborhood!r}")
+        if not (hasattr(reg, "perturb") or hasattr(reg, "choose")):
+            raise TypeError(f"regularizer must be Entropic, Perturbed or Greedy (or have their choose / perturb "
+                            f"method), got {reg!r}")
+        enumerates = getattr(solver, "enumerates", True)
+        if not hasattr(reg, "perturb") and not enumerates:
+            raise IncompatibleComponentsError(
+                f"{type(reg).__name__} samples among the block's enumerated completions, but {type(solver).__name__} "
+                f"returns the block optimum only: use BruteForceLocalSolver, or an argmax regularizer (Perturbed or "
+                f"Greedy) with {type(solver).__name__}")
+        if not enumerates and not hasattr(self.problem, "block_milp"):
+            raise IncompatibleComponentsError(f"{type(solver).__name__} needs the problem's block_milp(y, units); "
+                                              f"{self.problem!r} has none")
+        if isinstance(self.neighborhood, RandomBlock):
+            self.neighborhood.check(self.problem)
+            if isinstance(solver, BruteForceLocalSolver):
+                solver.check_block(self.problem, self.neighborhood.size)
 
     def _theta(self, theta, B) -> np.ndarray:
         theta = np.asarray(theta, dtype=float)
@@ -194,10 +244,16 @@ class RLNS:
         choice = self.regularizer.choose(cands, mask, theta, rng)
         return cands[np.arange(len(Y)), choice]
 
-    def run(self, Y0, theta, steps: int, rng: np.random.Generator | int = 0, every: int = 0) -> np.ndarray | list:
-        """``steps`` moves from Y0. Returns the final states, or with ``every`` > 0 the list
-        of states after every ``every``-th step."""
-        rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
+    def run(self, Y0, theta, steps: int, rng: np.random.Generator | None = None, every: int = 0, *,
+            seed: int = 0) -> np.ndarray | list:
+        """``steps`` moves from Y0 (B, n_vars). ``rng`` is the random stream, advanced in
+        place; without one, a fresh ``np.random.default_rng(seed)``. Returns the final
+        states (B, n_vars), or with ``every`` > 0 the list of states after every
+        ``every``-th step."""
+        if rng is None:
+            rng = np.random.default_rng(seed)
+        elif not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy Generator (an int goes to seed=), got {type(rng).__name__}")
         Y = np.asarray(Y0).copy()
         if not np.all(self.problem.is_feasible(Y)):
             raise ValueError("the starting states must be feasible")

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from neurips26.combinatorial import (RLNS, Entropic, FenchelYoungLoss, GeneralizedAssignment, KSubset, RandomBlock,
-                                     empirical_distribution, gibbs, is_irreducible, tv_distance)
+                                     empirical_distribution, gibbs, is_irreducible, solve_binary_milp, tv_distance)
 
 from ._harness import RunContext
 
@@ -119,6 +119,7 @@ class GapInstance:
             self.cap = np.floor(0.8 * self.w.sum(axis=1) / m)
             self.x = rng.normal(size=(J, m, p))
             self.cost = (111 - self.w.T + rng.integers(-10, 11, size=(J, m)) + 10 * ((self.x @ b) / math.sqrt(p)) ** 2)
+            self.problem = GeneralizedAssignment(self.w, self.cap)
             try:
                 self.optimal = self.solve(self.cost.reshape(-1), time_limit)
                 break
@@ -128,24 +129,10 @@ class GapInstance:
             raise RuntimeError(f"no feasible type-D instance with {m} agents and {J} jobs in {tries} draws")
         # features of the pair (j, i): its x and its weight (known at decision time)
         self.features = np.concatenate([self.x, self.w.T[..., None] / 100.0], axis=-1).reshape(J * m, p + 1)
-        self.problem = GeneralizedAssignment(self.w, self.cap)
 
     def solve(self, cost_flat: np.ndarray, time_limit: float | None = None) -> np.ndarray:
         """The exact assignment minimizing cost (J·m flat, job-major) by HiGHS's MILP."""
-        from scipy.optimize import Bounds, LinearConstraint, milp
-
-        m, J = self.m, self.J
-        one_per_job = np.kron(np.eye(J), np.ones(m))  # (J, J·m)
-        capacity = np.zeros((m, J * m))
-        for i in range(m):
-            capacity[i, i::m] = self.w[i]
-        options = {"time_limit": time_limit} if time_limit else {}
-        res = milp(cost_flat, integrality=np.ones(J * m), bounds=Bounds(0, 1),
-                   constraints=[LinearConstraint(one_per_job, 1, 1), LinearConstraint(capacity, -np.inf, self.cap)],
-                   options=options)
-        if res.x is None:
-            raise RuntimeError(f"the MILP found no feasible assignment ({res.message})")
-        return np.round(res.x).astype(np.int8)
+        return solve_binary_milp(cost_flat, self.problem.milp(), time_limit)
 
 
 def make_pyepo_model(solve, n_vars: int, maximize: bool):
@@ -332,13 +319,7 @@ class VspInstance:
 
     def solve(self, cost: np.ndarray) -> np.ndarray:
         """The path cover minimizing a linear arc cost (HiGHS; the LP is integral, solved as a MILP)."""
-        from scipy.optimize import Bounds, LinearConstraint, milp
-
-        res = milp(cost, integrality=np.ones(len(cost)), bounds=Bounds(0, 1),
-                   constraints=[LinearConstraint(A, lo, hi) for A, lo, hi in self.problem.milp()])
-        if res.x is None:
-            raise RuntimeError(f"the path-cover MILP failed: {res.message}")
-        return np.round(res.x).astype(np.int8)
+        return solve_binary_milp(cost, self.problem.milp())
 
     def true_cost(self, y: np.ndarray) -> float:
         """Vehicles + travel + 2 · E[total propagated delay], routes followed in time order."""
