@@ -12,8 +12,10 @@ import torch
 pytest.importorskip("botorch")
 from botorch.acquisition import UpperConfidenceBound  # noqa: E402
 
-from neurips26.bayesopt.async_bo import AsyncBayesOpt, simulate_async, fit_gp  # noqa: E402
-from neurips26.bayesopt.kriging_believer import KrigingBeliever, SearchSpace  # noqa: E402
+from neurips26.bayesopt import fit_gp  # noqa: E402
+from neurips26.bayesopt.async_bo import AsyncBayesOpt, simulate_async  # noqa: E402
+from neurips26.bayesopt.kriging_believer import KrigingBeliever  # noqa: E402
+from neurips26.bayesopt.space import SearchSpace  # noqa: E402
 
 BOUNDS = torch.tensor([[-1.0, -1.0], [1.0, 1.0]], dtype=torch.float64)
 SPACE = SearchSpace(BOUNDS, num_restarts=2, raw_samples=64)

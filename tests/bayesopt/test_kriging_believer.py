@@ -13,15 +13,15 @@ from botorch.models import SingleTaskGP  # noqa: E402
 from botorch.models.transforms import Standardize  # noqa: E402
 
 from neurips26.bayesopt.kriging_believer import (BUCB, BatchThompson, KrigingBeliever, LocalPenalization,  # noqa: E402
-                                                 QLogNEI, RandomProposer, SearchSpace, fantasize, irgp_beta,
-                                                 irgp_ucb)
+                                                 QLogNEI, RandomProposer, fantasize, irgp_beta, irgp_ucb)
+from neurips26.bayesopt.space import SearchSpace  # noqa: E402
 
 BOUNDS = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
 
 
 def toy_model(n=12, noise=0.05, seed=0, standardize=True):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.rand(n, 2, generator=g, dtype=torch.float64)
+    generator = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, 2, generator=generator, dtype=torch.float64)
     Y = (torch.sin(5 * X[:, 0]) * torch.cos(3 * X[:, 1]))[:, None]
     kw = {"outcome_transform": Standardize(1)} if standardize else {}
     model = SingleTaskGP(X, Y, train_Yvar=torch.full_like(Y, noise), **kw)
@@ -54,10 +54,10 @@ def test_y_fantasies_make_the_mean_a_martingale_and_f_fantasies_do_not(standardi
     assert torch.all(expected_var > 1e-3)
     n = 3000
     for kind, should_match in (("y", True), ("f", False)):
-        gen = torch.Generator().manual_seed(1)
+        generator = torch.Generator().manual_seed(1)
         with torch.no_grad():
-            means = fantasize(model, xp, kind, generator=gen, num_fantasies=n).posterior(Z).mean[..., 0]
-            one = fantasize(model, xp, kind, generator=gen).posterior(Z).mean[:, 0]  # the unbatched path too
+            means = fantasize(model, xp, kind, generator=generator, num_fantasies=n).posterior(Z).mean[..., 0]
+            one = fantasize(model, xp, kind, generator=generator).posterior(Z).mean[:, 0]  # the unbatched path too
         assert means.shape == (n, 3) and one.shape == (3,)
         se_mean = (expected_var / n).sqrt()
         assert torch.all((means.mean(0) - mu).abs() < 4 * se_mean)  # unbiased either way
@@ -135,8 +135,8 @@ def test_local_penalization_pushes_the_next_point_away():
 
 
 def test_irgp_beta_is_the_shifted_exponential():
-    gen = torch.Generator().manual_seed(0)
-    draws = torch.tensor([irgp_beta(1000, gen) for _ in range(20000)])
+    generator = torch.Generator().manual_seed(0)
+    draws = torch.tensor([irgp_beta(1000, generator) for _ in range(20000)])
     shift = 2 * math.log(500)
     assert float(draws.min()) >= shift
     assert abs(float(draws.mean()) - (shift + 2)) < 0.06  # mean of Exp(rate 1/2) is 2

@@ -24,36 +24,10 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from ._gp import load_hyperparameters
-from .kriging_believer import SearchSpace
+from ._gp import fit_gp
+from .space import SearchSpace
 
-__all__ = ["fit_gp", "AsyncBayesOpt", "AsyncResult", "simulate_async", "SimulationResult"]
-
-
-def fit_gp(X: Tensor, Y: Tensor, bounds: Tensor, noise: float | None = None, state: dict | None = None,
-           fit: bool = True):
-    """A ``SingleTaskGP`` on inputs normalized to ``bounds`` and standardized outcomes,
-    hyperparameters by marginal likelihood (``fit_gpytorch_mll``), warm-started from
-    ``state`` (a previous model's state_dict) when given; ``fit=False`` keeps the ``state``
-    hyperparameters as they are (new data, no refit). ``noise`` fixes the observation
-    variance (original scale) instead of learning it."""
-    from botorch.fit import fit_gpytorch_mll
-    from botorch.models import SingleTaskGP
-    from botorch.models.transforms import Normalize, Standardize
-    from gpytorch.mlls import ExactMarginalLogLikelihood
-
-    Y = Y.reshape(-1, 1)
-    kw = {"train_Yvar": torch.full_like(Y, noise)} if noise is not None else {}
-    model = SingleTaskGP(X, Y, input_transform=Normalize(X.shape[-1], bounds=bounds),
-                         outcome_transform=Standardize(1), **kw)
-    load_hyperparameters(model, state)
-    if fit:
-        try:
-            fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
-        except Exception:  # noqa: BLE001 - a failed fit keeps the (warm-started) hyperparameters
-            pass
-    model.eval()
-    return model
+__all__ = ["AsyncBayesOpt", "AsyncResult", "simulate_async", "AsyncSimulationResult"]
 
 
 @dataclass
@@ -220,7 +194,10 @@ class AsyncBayesOpt:
 
 
 @dataclass
-class SimulationResult:
+class AsyncSimulationResult:
+    """What ``simulate_async`` returns: every evaluation in the order it finished on the
+    simulated clock (the initial design first, all finishing at time 0)."""
+
     X: Tensor  # (n, d) in completion order
     Y: Tensor  # (n,) observed (noisy) values
     F: Tensor  # (n,) noiseless values, for regret
@@ -229,13 +206,13 @@ class SimulationResult:
 
 def simulate_async(objective: Callable, proposer, space: SearchSpace, model_factory: Callable, n_workers: int,
                    budget: int, n_init: int, durations: Callable | None = None, noise_std: float = 0.0,
-                   synchronous: bool = False, seed: int = 0) -> SimulationResult:
+                   synchronous: bool = False, seed: int = 0) -> AsyncSimulationResult:
     """The asynchronous loop on a simulated clock. ``objective`` maps (n, d) to noiseless
     (n,) values; each evaluation takes ``durations(generator)`` time units (default
     Exp(1)) and returns value + N(0, noise_std²). ``synchronous=True`` waits for the whole
     batch of ``n_workers`` before proposing the next one (batch BO)."""
-    gen = torch.Generator().manual_seed(seed)
-    durations = durations or (lambda g: float(-math.log(1 - float(torch.rand(1, generator=g)))))
+    generator = torch.Generator().manual_seed(seed)
+    durations = durations or (lambda generator: float(-math.log(1 - float(torch.rand(1, generator=generator)))))
     b = space.bounds
     sobol = torch.quasirandom.SobolEngine(space.dim, scramble=True, seed=seed)
     X0 = b[0] + (b[1] - b[0]) * sobol.draw(n_init, dtype=torch.float64)
@@ -243,7 +220,7 @@ def simulate_async(objective: Callable, proposer, space: SearchSpace, model_fact
         X0 = space.candidates[torch.cdist(X0, space.candidates).argmin(1)]
     F0 = objective(X0)
     X, F = [X0], [F0]
-    Y = [F0 + noise_std * torch.randn(len(F0), generator=gen, dtype=torch.float64)]
+    Y = [F0 + noise_std * torch.randn(len(F0), generator=generator, dtype=torch.float64)]
     times = [torch.zeros(n_init, dtype=torch.float64)]
     clock, running = 0.0, []  # (finish time, x)
     n_done = 0
@@ -255,7 +232,7 @@ def simulate_async(objective: Callable, proposer, space: SearchSpace, model_fact
                 model = model_factory(torch.cat(X), torch.cat(Y))
                 pending = torch.stack([x for _, x in running]) if running else None
                 for x in proposer.propose(model, q=k, pending=pending):
-                    running.append((clock + durations(gen), x))
+                    running.append((clock + durations(generator), x))
         running.sort(key=lambda r: r[0])
         batch = [running.pop(0)]
         while synchronous and running:
@@ -265,7 +242,7 @@ def simulate_async(objective: Callable, proposer, space: SearchSpace, model_fact
             f = objective(x[None])
             X.append(x[None])
             F.append(f)
-            Y.append(f + noise_std * torch.randn(1, generator=gen, dtype=torch.float64))
+            Y.append(f + noise_std * torch.randn(1, generator=generator, dtype=torch.float64))
             times.append(torch.tensor([t], dtype=torch.float64))
             n_done += 1
-    return SimulationResult(torch.cat(X), torch.cat(Y), torch.cat(F), torch.cat(times))
+    return AsyncSimulationResult(torch.cat(X), torch.cat(Y), torch.cat(F), torch.cat(times))

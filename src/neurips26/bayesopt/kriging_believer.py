@@ -23,7 +23,8 @@ Any BoTorch acquisition that is built from a model can drive it: pass a factory
 because each pick needs the acquisition rebuilt on the conditioned model.
 
 Baselines: ``LocalPenalization`` (González et al. 2016), ``BUCB`` (Desautels et al. 2014,
-written from its variance formula, independent of ``condition_on_observations``),
+written from its variance formula, independent of ``condition_on_observations``), each
+driving its acquisition of ``neurips26.bayesopt.acquisition``,
 ``BatchThompson`` (BoTorch's pathwise Thompson sampling), ``QLogNEI`` (BoTorch's
 qLogNoisyExpectedImprovement optimized jointly) and ``RandomProposer``. Every proposer has
 ``propose(model, q, pending=None) -> (q, d)`` tensor.
@@ -32,60 +33,18 @@ qLogNoisyExpectedImprovement optimized jointly) and ``RandomProposer``. Every pr
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Callable
 
 import torch
 from torch import Tensor
 
-__all__ = ["SearchSpace", "fantasize", "KrigingBeliever", "LocalPenalization", "BUCB", "BatchThompson", "QLogNEI",
+from .acquisition import BatchUpperConfidenceBound, LocallyPenalizedAcquisition
+from .space import SearchSpace
+
+__all__ = ["fantasize", "KrigingBeliever", "LocalPenalization", "BUCB", "BatchThompson", "QLogNEI",
            "RandomProposer", "irgp_ucb", "irgp_beta"]
 
 FANTASIES = ("y", "f", "mean", "liar")
-
-
-@dataclass
-class SearchSpace:
-    """Where acquisitions are maximized: the box ``bounds`` (2, d) by BoTorch's
-    ``optimize_acqf`` (``num_restarts`` L-BFGS-B starts from ``raw_samples`` Sobol points),
-    or, when ``candidates`` (N, d) is given, exactly over that finite set."""
-
-    bounds: Tensor
-    candidates: Tensor | None = None
-    num_restarts: int = 4
-    raw_samples: int = 256
-    chunk: int = 4096  # candidates per acquisition call, to bound memory
-
-    def __post_init__(self):
-        self.bounds = torch.as_tensor(self.bounds, dtype=torch.float64)
-        if self.bounds.ndim != 2 or self.bounds.shape[0] != 2 or not torch.all(self.bounds[0] < self.bounds[1]):
-            raise ValueError(f"bounds must be (2, d) with lower < upper, got shape {tuple(self.bounds.shape)}")
-        if self.candidates is not None:
-            self.candidates = torch.as_tensor(self.candidates, dtype=torch.float64)
-            if self.candidates.ndim != 2 or self.candidates.shape[1] != self.dim or len(self.candidates) == 0:
-                raise ValueError(f"candidates must be (N, {self.dim}), got {tuple(self.candidates.shape)}")
-
-    @property
-    def dim(self) -> int:
-        return self.bounds.shape[1]
-
-    def maximize(self, acqf, q: int = 1) -> Tensor:
-        """argmax of ``acqf`` over the space, (q, d); for q > 1 the acquisition is joint."""
-        if self.candidates is None:
-            from botorch.optim import optimize_acqf
-
-            x, _ = optimize_acqf(acqf, self.bounds, q=q, num_restarts=self.num_restarts, raw_samples=self.raw_samples)
-            return x.detach()
-        if q != 1:
-            from botorch.optim import optimize_acqf_discrete
-
-            x, _ = optimize_acqf_discrete(acqf, q=q, choices=self.candidates, max_batch_size=self.chunk, unique=False)
-            return x.detach()
-        return self.candidates[self.evaluate(acqf).argmax()][None]
-
-    def evaluate(self, acqf) -> Tensor:
-        with torch.no_grad():
-            return torch.cat([acqf(c[:, None, :]) for c in self.candidates.split(self.chunk)])
 
 
 def _noise_kwargs(model, n: int) -> dict:
@@ -182,22 +141,19 @@ def _check_q(q):
 
 
 class BUCB:
-    """Batch UCB (Desautels, Krause & Burdick 2014): μ from the real data, σ from the model
-    that has also "seen" the batch so far, which is the posterior variance given the extra
-    inputs P (it does not depend on their outcomes):
-
-        σ²_P(x) = σ²(x) − Σ(x, P) [Σ(P, P) + σ_n² I]⁻¹ Σ(P, x)
-
-    with Σ the current posterior covariance. Computed from that formula, not through
-    ``condition_on_observations``, so it checks the KB code independently."""
+    """Batch UCB (Desautels, Krause & Burdick 2014): the q points one at a time, each the
+    argmax of ``BatchUpperConfidenceBound`` with the pending points and those already picked
+    as ``X_pending``: μ from the real data, σ from the model that has also "seen" the batch
+    so far (a variance that does not depend on the outcomes)."""
 
     def __init__(self, space: SearchSpace, beta: float = 4.0):
         if beta < 0:
             raise ValueError(f"beta must be >= 0, got {beta}")
         self.space, self.beta = space, beta
 
-    def acquisition(self, model, P: Tensor | None):
-        return _BUCBAcquisition(model, P, self.beta)
+    def acquisition(self, model, P: Tensor | None) -> BatchUpperConfidenceBound:
+        """The acquisition of the next pick, given the pending inputs ``P`` (p, d) or None."""
+        return BatchUpperConfidenceBound(model, self.beta, X_pending=P)
 
     def propose(self, model, q: int = 1, pending: Tensor | None = None) -> Tensor:
         _check_q(q)
@@ -210,38 +166,15 @@ class BUCB:
         return torch.cat(picks)
 
 
-class _BUCBAcquisition(torch.nn.Module):
-    def __init__(self, model, P, beta):
-        super().__init__()
-        self.model, self.P, self.beta = model, P, beta
-
-    def forward(self, X: Tensor) -> Tensor:  # X: (b, 1, d)
-        x = X[..., 0, :]
-        post = self.model.posterior(x)
-        mu, var = post.mean[..., 0], post.variance[..., 0]
-        if self.P is not None:
-            var = var - self.hallucinated_reduction(x)
-        return mu + math.sqrt(self.beta) * var.clamp_min(0).sqrt()
-
-    def hallucinated_reduction(self, x: Tensor) -> Tensor:
-        P = self.P
-        joint = torch.cat([P.expand(len(x), *P.shape), x[:, None, :]], dim=1)  # (b, p+1, d)
-        noisy = self.model.posterior(joint, observation_noise=True).distribution.covariance_matrix
-        S_pp = noisy[:, :-1, :-1]  # Σ(P, P) + σ_n² I
-        s_px = noisy[:, :-1, -1:]  # Σ(P, x): noise is independent, so the cross terms are noiseless
-        L = torch.linalg.cholesky(S_pp)
-        v = torch.linalg.solve_triangular(L, s_px, upper=False)
-        return (v**2).sum((-2, -1))
-
-
 class LocalPenalization:
     """Local penalization (González, Dai, Hennig & Lawrence 2016), for maximization.
 
     Each chosen or pending point x_j excludes the ball where f cannot exceed the best value
     M given a Lipschitz constant L: the acquisition g(α(x)) is multiplied by
-    φ_j(x) = Φ((L‖x − x_j‖ − M + μ(x_j)) / σ(x_j)). g = softplus makes α positive. L is the
-    largest gradient norm of the posterior mean on ``n_lipschitz`` Sobol points (as in the
-    paper), M the best observed value."""
+    φ_j(x) = Φ((L‖x − x_j‖ − M + μ(x_j)) / σ(x_j)) (``LocallyPenalizedAcquisition``).
+    g = softplus makes α positive. L is the largest gradient norm of the posterior mean on
+    ``n_lipschitz`` Sobol points (as in the paper), M the best observed value. The first
+    pick, with nothing pending, maximizes α itself."""
 
     def __init__(self, acquisition: Callable, space: SearchSpace, n_lipschitz: int = 512, seed: int = 0):
         self.acquisition, self.space, self.n_lipschitz, self.seed = acquisition, space, n_lipschitz, seed
@@ -265,27 +198,11 @@ class LocalPenalization:
         centers = pending if pending is not None and len(pending) else None
         picks = []
         for _ in range(q):
-            acq = base if centers is None else _Penalized(base, model, centers, L, M)
+            acq = base if centers is None else LocallyPenalizedAcquisition(model, base, L, M, X_pending=centers)
             x = self.space.maximize(acq)
             picks.append(x)
             centers = x if centers is None else torch.cat([centers, x])
         return torch.cat(picks)
-
-
-class _Penalized(torch.nn.Module):
-    def __init__(self, base, model, centers, L, M):
-        super().__init__()
-        self.base, self.centers, self.L, self.M = base, centers, L, M
-        with torch.no_grad():
-            post = model.posterior(centers)
-            self.mu_c = post.mean[:, 0]
-            self.sd_c = post.variance[:, 0].clamp_min(1e-12).sqrt()
-
-    def forward(self, X: Tensor) -> Tensor:  # X: (b, 1, d)
-        r = torch.cdist(X[..., 0, :], self.centers)  # (b, m)
-        z = (self.L * r - self.M + self.mu_c) / self.sd_c
-        log_phi = torch.special.log_ndtr(z).sum(-1)
-        return torch.nn.functional.softplus(self.base(X)) * log_phi.exp()
 
 
 class BatchThompson:

@@ -29,7 +29,7 @@ import torch
 from neurips26.bayesopt import (BUCB, BatchThompson, KrigingBeliever, LocalPenalization, QLogNEI, RandomProposer,
                                 SearchSpace, fit_gp, simulate_async)
 
-from ._common import quiet_bo_warnings
+from ._common import pyplot, quiet_bo_warnings
 from ._harness import RunContext
 
 SIZES = {
@@ -87,14 +87,11 @@ class GPPrior:
         return self.values[idx]
 
     def model_factory(self):
-        from botorch.models import SingleTaskGP
-
-        def build(X, Y):
-            model = SingleTaskGP(X, Y[:, None], train_Yvar=torch.full_like(Y[:, None], self.noise_std**2),
-                                 outcome_transform=None)
+        def build(X, Y):  # the true prior: raw inputs and outcomes, known noise, nothing fitted
+            model = fit_gp(X, Y, noise=self.noise_std**2, normalize=False, standardize=False, fit=False)
             model.covar_module.lengthscale = self.lengthscale
             model.mean_module.constant.data.fill_(0.0)
-            return model.eval()
+            return model
 
         return build
 
@@ -263,11 +260,7 @@ def tables(ctx, summary) -> None:
 
 
 def plots(ctx, results) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     for prob, by_setting in results.items():
         settings_ = list(by_setting)
         fig, axes = plt.subplots(1, len(settings_), figsize=(3.2 * len(settings_), 3.0), sharey=True, squeeze=False)
