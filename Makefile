@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-EXTRAS ?= llm,dist,bo,dev,chem
+EXTRAS ?= llm,dist,bo,dev,chem,causal
 
 .PHONY: install demo test bench clean
 
