@@ -2,14 +2,14 @@
 simulated-time driver, and a torch.distributed runner (:mod:`.runner`)."""
 
 from .rennala import (
-    AsynchronousServer, RennalaServer, SimulationResult, SynchronousServer,
+    AsynchronousServer, Checkpointer, RennalaServer, Server, SimulationResult, SynchronousServer,
     equilibrium_time, load_checkpoint, replay, save_checkpoint, simulate, simulate_rennala, worker_rngs,
 )
-from .runner import RunResult, run_distributed, run_rennala, serve_torchrun
+from .runner import RunOptions, RunResult, run_distributed, run_rennala, serve_torchrun
 
 __all__ = [
-    "RunResult", "run_distributed", "run_rennala", "serve_torchrun",
-    "AsynchronousServer", "RennalaServer", "SimulationResult", "SynchronousServer",
+    "RunOptions", "RunResult", "run_distributed", "run_rennala", "serve_torchrun",
+    "Server", "AsynchronousServer", "RennalaServer", "SynchronousServer", "Checkpointer", "SimulationResult",
     "equilibrium_time", "load_checkpoint", "replay", "save_checkpoint", "simulate", "simulate_rennala",
     "worker_rngs",
 ]

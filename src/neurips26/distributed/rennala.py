@@ -31,10 +31,11 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..optim.norms import Norm, get_norm
+from ..geometry import Norm, get_norm
+from ._checks import check_int
 
 __all__ = [
-    "RennalaServer", "SynchronousServer", "AsynchronousServer",
+    "Server", "RennalaServer", "SynchronousServer", "AsynchronousServer", "Checkpointer",
     "SimulationResult", "simulate", "simulate_rennala", "replay", "worker_rngs", "equilibrium_time",
     "save_checkpoint", "load_checkpoint",
 ]
@@ -49,9 +50,17 @@ def worker_rngs(seed: int, worker: int, k0: int = 0) -> tuple[np.random.Generato
     return np.random.default_rng([seed, 0, worker, k0]), np.random.default_rng([seed, 1, worker, k0])
 
 
-class _Server:
-    """Shared state: the point, the step counter, the step rule ``x ← x − lr·d(ḡ)`` with
-    d the LMO of ``norm`` (``norm=None``: d(ḡ) = ḡ, plain SGD)."""
+class Server:
+    """The base of the parameter servers: the point ``x`` (a flat 1-D tensor), the step
+    counter ``k``, the count of discarded gradients, and the step rule
+    ``x ← x − lr·d(ḡ)`` with d the LMO of ``norm`` (``norm=None``: d(ḡ) = ḡ, plain SGD).
+
+    A subclass decides when to step: ``submit(g, k, worker) -> bool`` takes a gradient
+    computed at step k and returns True when it completed a step; ``point_for(worker)``
+    returns ``(x, k)`` to compute at, or None to leave the worker idle. ``state_dict`` /
+    ``load_state_dict`` save and restore it between steps. The simulated driver
+    (:func:`simulate`) and the process runners (:mod:`.runner`) drive any Server.
+    """
 
     kind = "server"
 
@@ -73,6 +82,9 @@ class _Server:
         if not torch.isfinite(g).all():
             raise FloatingPointError(f"non-finite gradient at step {self.k}: the server refuses to step with it")
         d = g if self.norm is None else self.norm.lmo(g)
+        # Out of place (point_for hands self.x out) and unfused (x − (lr·d), two roundings):
+        # geometry.nsgd_step's fused p.add_(d, alpha=-lr) rounds once, so calling it here
+        # would move every recorded trajectory in its last bits.
         self.x = self.x - self.lr * d
         self.k += 1
 
@@ -106,7 +118,7 @@ class _Server:
         pass
 
 
-class RennalaServer(_Server):
+class RennalaServer(Server):
     """Rennala SGD's server: a step once ``batch_size`` gradients computed at the
     current point are in; gradients computed at an older point are discarded.
     ``norm`` picks the step's geometry (Rennala-NSGD); ``norm=None`` is Rennala SGD."""
@@ -114,8 +126,7 @@ class RennalaServer(_Server):
     kind = "rennala"
 
     def __init__(self, x0: torch.Tensor, batch_size: int, lr: float, norm: str | Norm | None = "l2"):
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        check_int("batch_size", batch_size, 1)
         super().__init__(x0, lr, norm)
         self.B = batch_size
         self._reset_batch()
@@ -140,7 +151,7 @@ class RennalaServer(_Server):
         return True
 
 
-class SynchronousServer(_Server):
+class SynchronousServer(Server):
     """Synchronous minibatch (N)SGD: every step waits for one gradient from each of the
     ``n_workers`` at the current point, then averages them. A worker that has sent its
     gradient idles until the step. A worker declared dead (``drop``) is no longer waited
@@ -149,8 +160,7 @@ class SynchronousServer(_Server):
     kind = "synchronous"
 
     def __init__(self, x0: torch.Tensor, n_workers: int, lr: float, norm: str | Norm | None = "l2"):
-        if not isinstance(n_workers, int) or n_workers < 1:
-            raise ValueError(f"n_workers must be an integer >= 1, got {n_workers!r}")
+        check_int("n_workers", n_workers, 1)
         super().__init__(x0, lr, norm)
         self.n_workers = n_workers
         self.alive = set(range(n_workers))
@@ -186,7 +196,7 @@ class SynchronousServer(_Server):
         return True
 
 
-class AsynchronousServer(_Server):
+class AsynchronousServer(Server):
     """Asynchronous (N)SGD: every arriving gradient is applied at once, however stale
     (the baseline Rennala improves on); ``max_delay`` discards those more than that many
     steps old (None keeps all)."""
@@ -210,7 +220,7 @@ class AsynchronousServer(_Server):
         return True
 
 
-def save_checkpoint(path: str | os.PathLike, server: _Server, **extra) -> None:
+def save_checkpoint(path: str | os.PathLike, server: Server, **extra) -> None:
     """Write the server's state (and ``extra`` entries) to ``path`` atomically: a crash
     while writing leaves the previous checkpoint intact."""
     from .._atomic import atomic_open
@@ -231,17 +241,18 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
     return state
 
 
-class _Checkpointer:
-    """Saves after every ``every``-th step (and never when ``path`` is None)."""
+class Checkpointer:
+    """The checkpoint policy of a run: ``after_step(server, **extra)`` saves the server
+    (with ``extra``) to ``path`` with :func:`save_checkpoint` after every ``every``-th
+    step; it never saves when ``path`` is None or ``every`` is 0."""
 
     def __init__(self, path, every: int):
-        if not isinstance(every, int) or every < 0:
-            raise ValueError(f"checkpoint_every must be an integer >= 0, got {every!r}")
+        check_int("checkpoint_every", every, 0)
         if every and path is None:
             raise ValueError("checkpoint_every is set but no checkpoint path was given")
         self.path, self.every = path, every
 
-    def after_step(self, server: _Server, **extra) -> None:
+    def after_step(self, server: Server, **extra) -> None:
         if self.path is not None and self.every and server.k % self.every == 0:
             save_checkpoint(self.path, server, **extra)
 
@@ -266,7 +277,7 @@ def _check_time(t, worker) -> float:
 
 
 def simulate(
-    server: _Server,
+    server: Server,
     grad: GradFn,
     compute_time: TimeFn,
     n_workers: int,
@@ -285,11 +296,9 @@ def simulate(
     the workers' generators at the server's step (``worker_rngs(seed, w, server.k)``),
     so a server loaded from a checkpoint resumes where it stopped.
     """
-    saver = _Checkpointer(checkpoint, checkpoint_every)
-    if not isinstance(n_workers, int) or n_workers < 1:
-        raise ValueError(f"n_workers must be an integer >= 1, got {n_workers!r}")
-    if not isinstance(steps, int) or steps < 0:
-        raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
+    saver = Checkpointer(checkpoint, checkpoint_every)
+    check_int("n_workers", n_workers, 1)
+    check_int("steps", steps, 0)
     rngs = [worker_rngs(seed, w, server.k) for w in range(n_workers)]
     events: list[tuple[float, int, int, torch.Tensor]] = []
     idle: set[int] = set()
@@ -349,7 +358,7 @@ def simulate_rennala(
                     checkpoint, checkpoint_every)
 
 
-def replay(server: _Server, grad: GradFn, arrivals, seed: int = 0) -> list[torch.Tensor]:
+def replay(server: Server, grad: GradFn, arrivals, seed: int = 0) -> list[torch.Tensor]:
     """The points a run's server steps through, recomputed from its arrival order alone.
 
     Each arrival (w, k) is worker w's next gradient from its own generator, at the point

@@ -47,12 +47,13 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from ..optim.norms import Norm
+from ..geometry import Norm
+from ._checks import check_int
 from .rennala import (
-    GradFn, RennalaServer, SimulationResult, TimeFn, _Checkpointer, _Server, load_checkpoint, worker_rngs,
+    Checkpointer, GradFn, RennalaServer, Server, SimulationResult, TimeFn, load_checkpoint, worker_rngs,
 )
 
-__all__ = ["RunResult", "run_distributed", "run_rennala", "serve_torchrun"]
+__all__ = ["RunOptions", "RunResult", "run_distributed", "run_rennala", "serve_torchrun"]
 
 log = logging.getLogger(__name__)
 
@@ -69,12 +70,51 @@ class RunResult(SimulationResult):
     start_step: int = 0
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """The keyword arguments that :func:`run_distributed` (and :func:`run_rennala`) and
+    :func:`serve_torchrun` share, checked in one place.
+
+    Attributes:
+        seed: seeds the workers' generators (:func:`~neurips26.distributed.worker_rngs`).
+        compute_time: ``compute_time(worker, rng)`` seconds slept after each gradient,
+            to emulate slower machines (None: no sleep).
+        checkpoint: path written atomically after every ``checkpoint_every``-th step
+            (0: never).
+        resume: start from ``checkpoint`` when it exists.
+        timeout: the process group's timeout in seconds, the longest the server waits
+            when no message can come; keep it above the slowest gradient's compute time.
+    """
+
+    seed: int = 0
+    compute_time: TimeFn | None = None
+    checkpoint: str | os.PathLike | None = None
+    checkpoint_every: int = 0
+    resume: bool = False
+    timeout: float = 120.0
+
+    def __post_init__(self):
+        if not self.timeout > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {self.timeout!r}")
+        if self.resume and self.checkpoint is None:
+            raise ValueError("resume=True needs the checkpoint path")
+
+    def prepare(self, server: Server) -> Checkpointer:
+        """The run's checkpointer, after loading the checkpoint into ``server`` when
+        resuming from one that exists."""
+        saver = Checkpointer(self.checkpoint, self.checkpoint_every)
+        if self.resume and os.path.exists(self.checkpoint):
+            server.load_state_dict(load_checkpoint(self.checkpoint)["server"])
+            log.info("resumed from %s at step %d", self.checkpoint, server.k)
+        return saver
+
+
 def _exact_counter_limit(dtype: torch.dtype) -> int:
     # Integers up to 2^(mantissa bits + 1) are exact in a float.
     return 2 ** (round(-math.log2(torch.finfo(dtype).eps)) + 1)
 
 
-def _check_header(server: _Server, steps: int) -> None:
+def _check_header(server: Server, steps: int) -> None:
     last = server.k + steps
     if last >= _exact_counter_limit(server.x.dtype):
         raise ValueError(f"step {last} does not fit exactly in a {server.x.dtype} message header; "
@@ -139,7 +179,7 @@ class _ServerLoop:
     """The server side of the protocol; ``exitcode(w)`` (None: unknown) tells whether a
     worker process has ended."""
 
-    def __init__(self, server: _Server, n_workers: int, steps: int, seed: int, saver: _Checkpointer,
+    def __init__(self, server: Server, n_workers: int, steps: int, seed: int, saver: Checkpointer,
                  exitcode: Callable[[int], int | None], errors, timeout_s: float):
         self.server, self.n, self.steps, self.seed = server, n_workers, steps, seed
         self.saver, self.exitcode, self.errors, self.timeout_s = saver, exitcode, errors, timeout_s
@@ -257,52 +297,33 @@ class _ServerLoop:
                          dead=dict(self.dead), start_step=self.start_step)
 
 
-def _prepare(server: _Server, checkpoint, checkpoint_every: int, resume: bool) -> _Checkpointer:
-    saver = _Checkpointer(checkpoint, checkpoint_every)
-    if resume:
-        if checkpoint is None:
-            raise ValueError("resume=True needs the checkpoint path")
-        if os.path.exists(checkpoint):
-            server.load_state_dict(load_checkpoint(checkpoint)["server"])
-            log.info("resumed from %s at step %d", checkpoint, server.k)
-    return saver
-
-
 def run_distributed(
-    server: _Server,
+    server: Server,
     grad: GradFn,
     n_workers: int,
     steps: int,
     *,
-    seed: int = 0,
-    compute_time: TimeFn | None = None,
-    checkpoint: str | os.PathLike | None = None,
-    checkpoint_every: int = 0,
-    resume: bool = False,
-    timeout: float = 120.0,
     fail_after: dict[int, int] | None = None,
+    **options,
 ) -> RunResult:
     """Run ``server`` for ``steps`` steps with ``n_workers`` worker processes on this host.
 
-    ``grad(x, worker, rng)`` computes one stochastic gradient in the worker process;
-    ``compute_time(worker, rng)``, if given, is slept after it (to emulate slower
-    machines). ``checkpoint`` is written atomically after every ``checkpoint_every``-th
-    step; ``resume=True`` starts from it when it exists. ``fail_after={w: n}`` is a
-    fault drill: worker w dies abruptly after sending n gradients.
+    ``grad(x, worker, rng)`` computes one stochastic gradient in the worker process.
+    ``options`` are the keyword arguments of :class:`RunOptions` (``seed``,
+    ``compute_time``, ``checkpoint``, ``checkpoint_every``, ``resume``, ``timeout``).
+    ``fail_after={w: n}`` is a fault drill: worker w dies abruptly after sending n
+    gradients.
     """
-    if not isinstance(n_workers, int) or n_workers < 1:
-        raise ValueError(f"n_workers must be an integer >= 1, got {n_workers!r}")
-    if not isinstance(steps, int) or steps < 0:
-        raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
-    if not timeout > 0:
-        raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+    opts = RunOptions(**options)
+    check_int("n_workers", n_workers, 1)
+    check_int("steps", steps, 0)
     fail_after = dict(fail_after or {})
     if any(not 0 <= w < n_workers for w in fail_after):
         raise ValueError(f"fail_after names workers outside 0..{n_workers - 1}: {sorted(fail_after)}")
     if dist.is_initialized():
         raise RuntimeError("a default process group already exists in this process; under torchrun use "
                            "serve_torchrun, which runs on it")
-    saver = _prepare(server, checkpoint, checkpoint_every, resume)
+    saver = opts.prepare(server)
     _check_header(server, steps)
     ctx = torch.multiprocessing.get_context("spawn")
     errors = ctx.Queue()
@@ -310,17 +331,18 @@ def run_distributed(
     world = n_workers + 1
     procs = [
         ctx.Process(target=_spawned_worker, daemon=True,
-                    args=(w, world, init_method, timeout, grad, compute_time, seed, server.x.numel(), server.x.dtype,
-                          fail_after.get(w), errors))
+                    args=(w, world, init_method, opts.timeout, grad, opts.compute_time, opts.seed, server.x.numel(),
+                          server.x.dtype, fail_after.get(w), errors))
         for w in range(n_workers)
     ]
     for p in procs:
         p.start()
     try:
         dist.init_process_group("gloo", rank=0, world_size=world, init_method=init_method,
-                                timeout=timedelta(seconds=timeout))
+                                timeout=timedelta(seconds=opts.timeout))
         try:
-            loop = _ServerLoop(server, n_workers, steps, seed, saver, lambda w: procs[w].exitcode, errors, timeout)
+            loop = _ServerLoop(server, n_workers, steps, opts.seed, saver, lambda w: procs[w].exitcode, errors,
+                               opts.timeout)
             return loop.run()
         finally:
             with contextlib.suppress(Exception):
@@ -346,29 +368,25 @@ def run_rennala(
     **kwargs,
 ) -> RunResult:
     """Rennala-NSGD on ``n_workers`` local processes (gloo); keyword arguments as for
-    :func:`run_distributed`. The result's ``arrivals`` replayed with
+    :func:`run_distributed` (``fail_after`` and those of :class:`RunOptions`). The result's ``arrivals`` replayed with
     :func:`~neurips26.distributed.replay` give its trajectory exactly."""
     return run_distributed(RennalaServer(x0, batch_size, lr, norm), grad, n_workers, steps, **kwargs)
 
 
 def serve_torchrun(
-    make_server: Callable[[], _Server],
+    make_server: Callable[[], Server],
     grad: GradFn,
     steps: int,
-    *,
-    seed: int = 0,
-    compute_time: TimeFn | None = None,
-    checkpoint: str | os.PathLike | None = None,
-    checkpoint_every: int = 0,
-    resume: bool = False,
-    timeout: float = 120.0,
+    **options,
 ) -> RunResult | None:
     """Under ``torchrun``: every rank calls this with the same arguments. Rank 0 builds
     the server with ``make_server()`` and returns the :class:`RunResult`; the other
-    ranks work and return None. Initializes a gloo process group from torchrun's
-    environment unless one exists (which must then be gloo)."""
+    ranks work and return None. ``options`` are the keyword arguments of
+    :class:`RunOptions`. Initializes a gloo process group from torchrun's environment
+    unless one exists (which must then be gloo)."""
+    opts = RunOptions(**options)
     if not dist.is_initialized():
-        dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
+        dist.init_process_group("gloo", timeout=timedelta(seconds=opts.timeout))
     if dist.get_backend() != "gloo":
         raise RuntimeError(f"the server receives from any source, which needs the gloo backend, not {dist.get_backend()}")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -376,10 +394,10 @@ def serve_torchrun(
         raise RuntimeError("serve_torchrun needs at least 2 processes (a server and a worker)")
     server = make_server()
     if rank == 0:
-        saver = _prepare(server, checkpoint, checkpoint_every, resume)
-        return _ServerLoop(server, world - 1, steps, seed, saver, lambda w: None, None, timeout).run()
+        saver = opts.prepare(server)
+        return _ServerLoop(server, world - 1, steps, opts.seed, saver, lambda w: None, None, opts.timeout).run()
     try:
-        _worker_loop(rank - 1, grad, compute_time, seed, server.x.numel(), server.x.dtype, None, None)
+        _worker_loop(rank - 1, grad, opts.compute_time, opts.seed, server.x.numel(), server.x.dtype, None, None)
     except Exception:
         traceback.print_exc()
         raise

@@ -14,30 +14,10 @@ from typing import Callable, Iterable
 
 import torch
 
-from .norms import Norm, get_norm
+from ..geometry import Norm, get_norm, nsgd_step
+from ._closure import evaluate_closure
 
 __all__ = ["NSGD", "nsgd_step"]
-
-
-
-def nsgd_step(
-    params: list[torch.Tensor],
-    grads: list[torch.Tensor],
-    momenta: list[torch.Tensor],
-    norms: list[Norm],
-    *,
-    lr: float,
-    beta: float,
-    weight_decay: float,
-    nesterov: bool,
-) -> None:
-    """The functional core: updates ``params`` and ``momenta`` in place."""
-    for p, g, m, norm in zip(params, grads, momenta, norms):
-        m.mul_(beta).add_(g, alpha=1 - beta)
-        direction = norm.lmo(g.mul(1 - beta).add(m, alpha=beta) if nesterov else m)
-        if weight_decay:
-            p.mul_(1 - lr * weight_decay)
-        p.add_(direction, alpha=-lr)
 
 
 class NSGD(torch.optim.Optimizer):
@@ -86,10 +66,7 @@ class NSGD(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = evaluate_closure(closure)
         for group in self.param_groups:
             params, grads, momenta, norms = [], [], [], []
             for p in group["params"]:

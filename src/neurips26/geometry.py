@@ -1,8 +1,12 @@
-"""Norms with their linear minimization oracle (LMO), for steepest descent in a chosen
-geometry (normalized SGD, sign descent, Muon-style spectral descent).
+"""Geometry shared by the fields: norms with their linear minimization oracle (LMO) and
+dual norm, and the steepest-descent step they define.
 
 For a norm ‖·‖ with dual ‖·‖_*, ``lmo(g) = argmax_{‖d‖ ≤ 1} ⟨g, d⟩`` and
-``⟨g, lmo(g)⟩ = ‖g‖_*``; the steepest-descent step is ``x ← x − lr · lmo(g)``.
+``⟨g, lmo(g)⟩ = ‖g‖_*``; the normalized steepest-descent step is ``x ← x − lr · lmo(g)``
+(normalized SGD for ℓ2, sign descent for ℓ∞, Muon-style orthogonalized steps for the
+spectral norm), and ``sharp(g) = ‖g‖_* · lmo(g)`` is the unnormalized steepest-descent
+direction. The optimizers (:mod:`neurips26.optim`) and the parameter servers
+(:mod:`neurips26.distributed`) both build on these objects.
 """
 
 from __future__ import annotations
@@ -11,13 +15,13 @@ import abc
 
 import torch
 
-from ..linalg import msign, polar
+from .linalg import msign, polar
 
-__all__ = ["Norm", "L2", "Linf", "Spectral", "Blocks", "get_norm"]
+__all__ = ["Norm", "L2", "Linf", "Spectral", "Blocks", "get_norm", "nsgd_step"]
 
 
 class Norm(abc.ABC):
-    """A norm on one parameter tensor: ``norm``, ``dual_norm`` and ``lmo``."""
+    """A norm on one parameter tensor: ``norm``, ``dual_norm``, ``lmo`` and ``sharp``."""
 
     name = "norm"
 
@@ -31,7 +35,13 @@ class Norm(abc.ABC):
 
     @abc.abstractmethod
     def lmo(self, g: torch.Tensor) -> torch.Tensor:
-        """A maximizer of ⟨g, d⟩ over the unit ball (zero for g = 0)."""
+        """A maximizer of ⟨g, d⟩ over the unit ball (zero for g = 0), of g's shape."""
+
+    def sharp(self, g: torch.Tensor) -> torch.Tensor:
+        """The sharp operator g♯ = ‖g‖_* · lmo(g) = argmax_d ⟨g, d⟩ − ½‖d‖², the
+        steepest-descent direction whose length is the dual norm (Kelner et al. 2014;
+        Bernstein & Newhouse, "Old optimizer, new norm"); ⟨g, g♯⟩ = ‖g‖_*²."""
+        return self.dual_norm(g) * self.lmo(g)
 
 
 class L2(Norm):
@@ -95,6 +105,15 @@ class Spectral(Norm):
         d = polar(m) if self.exact else msign(m, steps=self.steps)
         return d.reshape(g.shape)
 
+    def sharp(self, g):
+        """‖g‖_* U Vᵀ from one SVD g = U S Vᵀ (exact) as (U · ΣS) Vᵀ. Singular directions
+        of zero singular value are kept here (any completion of the polar factor is a
+        maximizer), unlike :meth:`lmo`, which drops them."""
+        if not self.exact:
+            return super().sharp(g)
+        u, s, vh = torch.linalg.svd(self._matrix(g), full_matrices=False)
+        return ((u * s.sum()) @ vh).reshape(g.shape)
+
 
 class Blocks(Norm):
     """A norm on a flat vector that holds several parameters (a model's parameters
@@ -150,3 +169,32 @@ def get_norm(norm: str | Norm) -> Norm:
     if isinstance(norm, str) and norm in _NAMED:
         return _NAMED[norm]()
     raise ValueError(f"norm must be a Norm or one of {sorted(_NAMED)}, got {norm!r}")
+
+
+def nsgd_step(
+    params: list[torch.Tensor],
+    grads: list[torch.Tensor],
+    momenta: list[torch.Tensor],
+    norms: list[Norm],
+    *,
+    lr: float,
+    beta: float,
+    weight_decay: float,
+    nesterov: bool,
+) -> None:
+    """Normalized steepest descent with momentum in a chosen norm, one step for each
+    parameter (the functional core of :class:`neurips26.optim.NSGD`):
+
+        m ← β m + (1 − β) g,   d = lmo(m)  (Nesterov: lmo((1 − β) g + β m)),
+        p ← p (1 − lr λ) − lr d           (decoupled weight decay λ, skipped when 0).
+
+    ``params`` and ``momenta`` (tensors of the parameters' shapes) are updated in place,
+    as torch.optim's functional cores do: the momentum is advanced in its own buffer and
+    the step is one fused ``p.add_(d, alpha=-lr)``.
+    """
+    for p, g, m, norm in zip(params, grads, momenta, norms):
+        m.mul_(beta).add_(g, alpha=1 - beta)
+        direction = norm.lmo(g.mul(1 - beta).add(m, alpha=beta) if nesterov else m)
+        if weight_decay:
+            p.mul_(1 - lr * weight_decay)
+        p.add_(direction, alpha=-lr)
