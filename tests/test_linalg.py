@@ -1,13 +1,13 @@
 import pytest
 import torch
 
-from neurips26.linalg import NEWTON_SCHULZ_CUBIC, msign, polar, truncated_svd
+from neurips26.linalg import MUON_COEFFICIENTS, NEWTON_SCHULZ_CUBIC, msign, polar, truncated_svd
 
 
 def _with_spectrum(m, n, s, seed=0, dtype=torch.float64):
-    g = torch.Generator().manual_seed(seed)
-    u, _ = torch.linalg.qr(torch.randn(m, len(s), generator=g, dtype=dtype))
-    v, _ = torch.linalg.qr(torch.randn(n, len(s), generator=g, dtype=dtype))
+    generator = torch.Generator().manual_seed(seed)
+    u, _ = torch.linalg.qr(torch.randn(m, len(s), generator=generator, dtype=dtype))
+    v, _ = torch.linalg.qr(torch.randn(n, len(s), generator=generator, dtype=dtype))
     return u @ torch.diag(torch.as_tensor(s, dtype=dtype)) @ v.T
 
 
@@ -73,6 +73,35 @@ def test_msign_validation():
         msign(torch.ones(3))
     with pytest.raises(TypeError, match="floating-point"):
         msign(torch.ones(3, 3, dtype=torch.int64))
+    with pytest.raises(ValueError, match="eps_mode"):
+        msign(torch.ones(3, 3), eps_mode="max")
+    with pytest.raises(TypeError, match="dtype"):
+        msign(torch.ones(3, 3), dtype=torch.int32)
+
+
+@pytest.mark.parametrize("shape", [(48, 20), (20, 48), (16, 16)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("steps", [1, 5])
+def test_msign_muon_form_is_torch_optim_muons_newton_schulz_bit_for_bit(shape, dtype, steps):
+    from torch.optim._muon import _zeropower_via_newtonschulz
+
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(4), dtype=torch.float64).to(dtype)
+    ours = msign(x, steps, MUON_COEFFICIENTS, 1e-7, dtype=torch.bfloat16, eps_mode="clamp", fused=True)
+    # torch normalizes its bfloat16 copy in place: give it a copy of x
+    ref = _zeropower_via_newtonschulz(x.clone(), MUON_COEFFICIENTS, steps, 1e-7)
+    assert ours.dtype == x.dtype
+    assert torch.equal(ours, ref.to(dtype))
+    # the plain form rounds differently, but computes the same map
+    plain = msign(x.to(torch.bfloat16), steps).to(dtype)
+    torch.testing.assert_close(plain.double(), ours.double(), atol=0.05, rtol=0)
+
+
+def test_msign_fused_batches_agree_with_one_matrix_at_a_time():
+    x = torch.randn(2, 3, 12, 7, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    batched = msign(x, fused=True, eps_mode="clamp")
+    for i in range(2):
+        for j in range(3):
+            torch.testing.assert_close(batched[i, j], msign(x[i, j], fused=True, eps_mode="clamp"), atol=1e-12, rtol=0)
 
 
 @pytest.mark.parametrize("method", ["full", "randomized"])

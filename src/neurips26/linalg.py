@@ -42,6 +42,10 @@ def msign(
     steps: int = 5,
     coefficients: tuple[float, float, float] = MUON_COEFFICIENTS,
     eps: float = 1e-7,
+    *,
+    dtype: torch.dtype | None = None,
+    eps_mode: Literal["add", "clamp"] = "add",
+    fused: bool = False,
 ) -> torch.Tensor:
     """Approximate matrix sign ``U V^T`` of ``x = U S V^T`` by Newton–Schulz iteration.
 
@@ -49,7 +53,12 @@ def msign(
     polynomial ``p(s) = a s + b s^3 + c s^5`` to every singular value while keeping
     the singular vectors. ``x`` is first scaled by its Frobenius norm so that all
     singular values lie in [0, 1]. Zero singular values stay zero (sign(0) = 0), so a
-    zero matrix maps to zero, not NaN.
+    zero matrix maps to zero, not NaN. The iteration runs on the wide orientation
+    (``x^T`` for a tall ``x``), where ``X X^T`` is the smaller Gram matrix.
+
+    ``dtype=torch.bfloat16, eps_mode="clamp", fused=True`` is ``torch.optim.Muon``'s
+    iteration operation for operation (its ``_zeropower_via_newtonschulz``), so that
+    results agree bit for bit; the defaults are the plain form in ``x``'s own dtype.
 
     Args:
         x: tensor of shape (..., m, n), tall or wide.
@@ -57,7 +66,13 @@ def msign(
         coefficients: (a, b, c); the default is Muon's quintic, which is fast but not
             exact (see ``MUON_COEFFICIENTS``); ``NEWTON_SCHULZ_CUBIC`` converges to
             the polar factor.
-        eps: added to the norm before dividing.
+        eps: keeps the normalization finite for a zero matrix.
+        dtype: the dtype to iterate in (e.g. ``torch.bfloat16``, as Muon); None: ``x``'s.
+            The result is cast back to ``x``'s dtype.
+        eps_mode: ``"add"`` divides by ``‖x‖_F + eps``; ``"clamp"`` by ``max(‖x‖_F, eps)``.
+        fused: evaluate each step with two ``addmm`` calls (``B = b A + c A A`` and
+            ``a X + B X``, each rounded once, as Muon) instead of separate products and
+            sums; batches go through ``baddbmm``.
 
     Returns:
         Tensor of the shape and dtype of ``x``.
@@ -65,16 +80,35 @@ def msign(
     _check_matrix(x, "x")
     if steps < 0:
         raise ValueError(f"steps must be >= 0, got {steps}")
+    if eps_mode not in ("add", "clamp"):
+        raise ValueError(f"eps_mode must be 'add' or 'clamp', got {eps_mode!r}")
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise TypeError(f"dtype must be a floating-point torch.dtype or None, got {dtype!r}")
     a, b, c = coefficients
     wide = x.shape[-2] <= x.shape[-1]
-    # Iterate on the wide orientation so that X X^T is the smaller Gram matrix.
-    y = x if wide else x.mT
-    y = y / (torch.linalg.matrix_norm(y, keepdim=True) + eps)
+    y = x if dtype is None else x.to(dtype)
+    y = y if wide else y.mT
+    norm = torch.linalg.matrix_norm(y, keepdim=True)
+    y = y / (norm + eps if eps_mode == "add" else norm.clamp(min=eps))
     for _ in range(steps):
         gram = y @ y.mT
-        poly = b * gram + c * (gram @ gram)
-        y = a * y + poly @ y
-    return y if wide else y.mT
+        if fused:
+            y = _addmm(y, _addmm(gram, gram, gram, beta=b, alpha=c), y, beta=a)
+        else:
+            poly = b * gram + c * (gram @ gram)
+            y = a * y + poly @ y
+    y = y if wide else y.mT
+    return y if dtype is None else y.to(x.dtype)
+
+
+def _addmm(input: torch.Tensor, m1: torch.Tensor, m2: torch.Tensor, *, beta: float, alpha: float = 1.0) -> torch.Tensor:
+    """``beta * input + alpha * (m1 @ m2)`` in one fused call: ``addmm`` for matrices,
+    ``baddbmm`` over the flattened leading dimensions of a batch."""
+    if input.ndim == 2:
+        return torch.addmm(input, m1, m2, beta=beta, alpha=alpha)
+    flat = lambda t: t.reshape(-1, *t.shape[-2:])
+    out = torch.baddbmm(flat(input), flat(m1), flat(m2), beta=beta, alpha=alpha)
+    return out.reshape(*input.shape[:-2], *out.shape[-2:])
 
 
 def polar(x: torch.Tensor, rtol: float | None = None) -> torch.Tensor:
