@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 import torch
 
 from ..geometry import Norm, get_norm, nsgd_step
-from ._closure import evaluate_closure
+from ._shell import collect_group, evaluate_closure
 
 __all__ = ["NSGD", "nsgd_step"]
 
@@ -68,19 +68,8 @@ class NSGD(torch.optim.Optimizer):
     def step(self, closure: Callable[[], float] | None = None):
         loss = evaluate_closure(closure)
         for group in self.param_groups:
-            params, grads, momenta, norms = [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if p.grad.is_sparse:
-                    raise RuntimeError("NSGD does not support sparse gradients")
-                state = self.state[p]
-                if "momentum" not in state:
-                    state["momentum"] = torch.zeros_like(p)
-                params.append(p)
-                grads.append(p.grad)
-                momenta.append(state["momentum"])
-                norms.append(self._norm_for(group["norm"], p))
-            nsgd_step(params, grads, momenta, norms, lr=group["lr"], beta=group["beta"],
+            params, grads, states = collect_group(self, group, lambda p: {"momentum": torch.zeros_like(p)})
+            norms = [self._norm_for(group["norm"], p) for p in params]
+            nsgd_step(params, grads, [s["momentum"] for s in states], norms, lr=group["lr"], beta=group["beta"],
                       weight_decay=group["weight_decay"], nesterov=group["nesterov"])
         return loss

@@ -11,7 +11,7 @@ from typing import Callable, Iterable
 
 import torch
 
-from .._closure import evaluate_closure
+from .._shell import collect_group, evaluate_closure
 from .base import Direction, Lift, Metric, Transition
 
 __all__ = ["Quadruple", "QuadrupleOptimizer"]
@@ -205,27 +205,12 @@ class QuadrupleOptimizer(torch.optim.Optimizer):
     def lift(self) -> Lift:
         return self.quadruple.lift
 
-    def _init_group(self, group) -> tuple[list, list, list]:
-        params, grads, states = [], [], []
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            if p.grad.is_sparse:
-                raise RuntimeError("QuadrupleOptimizer does not support sparse gradients")
-            state = self.state[p]
-            if not state:
-                state.update(self.quadruple.init(p))
-            params.append(p)
-            grads.append(p.grad)
-            states.append(state)
-        return params, grads, states
-
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None):
         loss = evaluate_closure(closure)
         sums = dict.fromkeys(_SUMS, 0.0) if self.track_diagnostics else None
         for group in self.param_groups:
-            params, grads, states = self._init_group(group)
+            params, grads, states = collect_group(self, group, self.quadruple.init)
             _quadruple_step(params, grads, states, self.quadruple, lr=group["lr"],
                             weight_decay=group["weight_decay"], sums=sums, trace=self._trace)
         if sums is not None:
