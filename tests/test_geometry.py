@@ -53,8 +53,8 @@ def test_zero_gradient_gives_zero_direction():
 def test_blocks_norm_is_the_max_of_block_norms_with_summed_duals():
     shapes = [(6, 4), (4,), (3, 2, 2)]
     blocks = Blocks(shapes, [Spectral(), Linf(), Spectral()])
-    gen = torch.Generator().manual_seed(5)
-    g = torch.randn(6 * 4 + 4 + 12, dtype=torch.float64, generator=gen)
+    generator = torch.Generator().manual_seed(5)
+    g = torch.randn(6 * 4 + 4 + 12, dtype=torch.float64, generator=generator)
     d = blocks.lmo(g)
     parts = torch.split(g, [24, 4, 12])
     expected = torch.cat([polar(parts[0].reshape(6, 4)).reshape(-1), torch.sign(parts[1]),
@@ -64,7 +64,7 @@ def test_blocks_norm_is_the_max_of_block_norms_with_summed_duals():
     torch.testing.assert_close(blocks.norm(d), torch.tensor(1.0, dtype=torch.float64))
     # No unit-norm direction does better.
     for _ in range(100):
-        r = torch.randn(40, dtype=torch.float64, generator=gen)
+        r = torch.randn(40, dtype=torch.float64, generator=generator)
         assert (g * r).sum() / blocks.norm(r) <= blocks.dual_norm(g) + 1e-10
     with pytest.raises(ValueError, match="flat vector of 40"):
         blocks.lmo(torch.ones(39))
@@ -78,15 +78,15 @@ def test_blocks_norm_is_the_max_of_block_norms_with_summed_duals():
 
 @pytest.mark.parametrize("norm", NORMS + [Spectral(exact=False)], ids=lambda n: f"{n.name}{'' if getattr(n, 'exact', True) else '-ns'}")
 def test_sharp_is_the_dual_norm_times_the_lmo(norm):
-    gen = torch.Generator().manual_seed(7)
-    g = torch.randn(6, 4, dtype=torch.float64, generator=gen)
+    generator = torch.Generator().manual_seed(7)
+    g = torch.randn(6, 4, dtype=torch.float64, generator=generator)
     torch.testing.assert_close(norm.sharp(g), norm.dual_norm(g) * norm.lmo(g), atol=1e-12, rtol=1e-12)
     if getattr(norm, "exact", True):
         # <g, g#> = ||g||_*^2, and g# maximizes <g, d> - ||d||^2 / 2 (random probes do no better)
         torch.testing.assert_close((g * norm.sharp(g)).sum(), norm.dual_norm(g) ** 2)
         best = float((g * norm.sharp(g)).sum() - norm.norm(norm.sharp(g)) ** 2 / 2)
         for _ in range(100):
-            d = torch.randn(6, 4, dtype=torch.float64, generator=gen)
+            d = torch.randn(6, 4, dtype=torch.float64, generator=generator)
             assert float((g * d).sum() - norm.norm(d) ** 2 / 2) <= best + 1e-10
 
 

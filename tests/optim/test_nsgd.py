@@ -25,9 +25,9 @@ def _model():
 
 
 def _train(model, opt, steps, seed=0):
-    g = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
     for _ in range(steps):
-        x = torch.randn(16, 4, generator=g)
+        x = torch.randn(16, 4, generator=generator)
         loss = ((model(x) - x.sum(1, keepdim=True)) ** 2).mean()
         opt.zero_grad()
         loss.backward()

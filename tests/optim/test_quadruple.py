@@ -14,13 +14,13 @@ from neurips26.optim.quadruple import (
 
 
 def make_problem(seed=0):
-    gen = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
     model = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 3)).double()
     with torch.no_grad():
         for p in model.parameters():
-            p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64) * 0.5)
-    X = torch.randn(64, 5, generator=gen, dtype=torch.float64)
-    y = torch.randn(64, 3, generator=gen, dtype=torch.float64)
+            p.copy_(torch.randn(p.shape, generator=generator, dtype=torch.float64) * 0.5)
+    X = torch.randn(64, 5, generator=generator, dtype=torch.float64)
+    y = torch.randn(64, 3, generator=generator, dtype=torch.float64)
     return model, X, y
 
 

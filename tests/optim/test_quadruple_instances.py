@@ -16,10 +16,10 @@ from test_quadruple import rel_dev
 
 def train_matrices(make_opt, dtype, steps=200, seed=0, shapes=((7, 5), (3, 7))):
     """A bias-free tanh network, so that every parameter is a matrix (Muon's domain)."""
-    gen = torch.Generator().manual_seed(seed)
-    ws = [torch.nn.Parameter(torch.randn(s, generator=gen, dtype=dtype) * 0.5) for s in shapes]
-    X = torch.randn(64, shapes[0][1], generator=gen, dtype=dtype)
-    Y = torch.randn(64, shapes[-1][0], generator=gen, dtype=dtype)
+    generator = torch.Generator().manual_seed(seed)
+    ws = [torch.nn.Parameter(torch.randn(s, generator=generator, dtype=dtype) * 0.5) for s in shapes]
+    X = torch.randn(64, shapes[0][1], generator=generator, dtype=dtype)
+    Y = torch.randn(64, shapes[-1][0], generator=generator, dtype=dtype)
     opt = make_opt(ws)
     for k in range(steps):
         idx = slice((k * 8) % 64, (k * 8) % 64 + 8)
@@ -57,31 +57,31 @@ def test_muon_refuses_vectors_clearly():
 
 
 def test_spectral_steepest_is_the_dual_norm_scaled_polar_factor():
-    gen = torch.Generator().manual_seed(3)
+    generator = torch.Generator().manual_seed(3)
     metric = SpectralSteepest()
     for shape in [(6, 4), (3, 8), (5, 5)]:
-        v = torch.randn(shape, generator=gen, dtype=torch.float64)
+        v = torch.randn(shape, generator=generator, dtype=torch.float64)
         u = metric(v, {}, 1)
         nuclear = np.linalg.norm(v.numpy(), "nuc")
         assert np.allclose(u.numpy(), nuclear * polar(v).numpy(), atol=1e-12)
         assert abs(float((u * v).sum()) - nuclear**2) < 1e-9  # <v, u> = ||v||_*^2
         # steepest: no w with ||w||_2 <= ||v||_* does better (random probes on the ball)
         for _ in range(50):
-            w = torch.randn(shape, generator=gen, dtype=torch.float64)
+            w = torch.randn(shape, generator=generator, dtype=torch.float64)
             w *= nuclear / torch.linalg.matrix_norm(w, ord=2)
             assert float((w * v).sum()) <= float((u * v).sum()) + 1e-9
-    vec = torch.randn(5, generator=gen, dtype=torch.float64)
+    vec = torch.randn(5, generator=generator, dtype=torch.float64)
     assert torch.equal(metric(vec, {}, 1), vec)
     assert torch.equal(metric(torch.zeros(3, 4, dtype=torch.float64), {}, 1), torch.zeros(3, 4, dtype=torch.float64))
 
 
 def test_aligned_momentum_is_descent_aligned_in_every_state():
-    gen = torch.Generator().manual_seed(4)
+    generator = torch.Generator().manual_seed(4)
     for weight, ratio in [(0.9, 1.0), (0.5, 3.0), (1.0, 0.2)]:
         direction = AlignedMomentum(weight, ratio)
         for _ in range(200):
-            g = torch.randn(12, generator=gen, dtype=torch.float64)
-            m = torch.randn(12, generator=gen, dtype=torch.float64) * float(torch.rand(1, generator=gen) * 10)
+            g = torch.randn(12, generator=generator, dtype=torch.float64)
+            m = torch.randn(12, generator=generator, dtype=torch.float64) * float(torch.rand(1, generator=generator) * 10)
             v = direction(g, {"exp_avg": m}, 1)
             gg = float(g @ g)
             assert float(v @ g) >= gg * (1 - 1e-12)

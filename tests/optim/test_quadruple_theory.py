@@ -13,13 +13,13 @@ from neurips26.optim import (quadruple_adam, quadruple_aligned, quadruple_lion, 
 
 def pl_least_squares(seed=0, n=30, d=12, k=6, null=3):
     """f(X) = ‖AX − B‖²/(2n) with A of rank d − null: PL, not strongly convex."""
-    gen = torch.Generator().manual_seed(seed)
-    U, _ = torch.linalg.qr(torch.randn(n, d, generator=gen, dtype=torch.float64))
-    V, _ = torch.linalg.qr(torch.randn(d, d, generator=gen, dtype=torch.float64))
+    generator = torch.Generator().manual_seed(seed)
+    U, _ = torch.linalg.qr(torch.randn(n, d, generator=generator, dtype=torch.float64))
+    V, _ = torch.linalg.qr(torch.randn(d, d, generator=generator, dtype=torch.float64))
     s = torch.logspace(0, -1, d, dtype=torch.float64)
     s[d - null:] = 0
     A = U @ torch.diag(s) @ V.T * math.sqrt(n)
-    B = A @ torch.randn(d, k, generator=gen, dtype=torch.float64) + 0.1 * torch.randn(n, k, generator=gen, dtype=torch.float64)
+    B = A @ torch.randn(d, k, generator=generator, dtype=torch.float64) + 0.1 * torch.randn(n, k, generator=generator, dtype=torch.float64)
     f = lambda X: 0.5 / n * ((A @ X - B) ** 2).sum()
     f_star = float(f(torch.linalg.lstsq(A, B).solution))
     return f, f_star, (d, k)
@@ -29,7 +29,7 @@ def run(make_opt, f, shape, steps, f_star=0.0, noise=0.0, seed=0):
     X = torch.nn.Parameter(torch.zeros(shape, dtype=torch.float64))
     opt = make_opt([X])
     opt.track_diagnostics = True
-    gen = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
     rows, points = [], []
 
     def closure():
@@ -37,8 +37,8 @@ def run(make_opt, f, shape, steps, f_star=0.0, noise=0.0, seed=0):
         loss = f(X)
         loss.backward()
         if noise:
-            xi = torch.randn(shape, generator=gen, dtype=torch.float64)
-            X.grad.add_(xi * (noise * float(torch.rand(1, generator=gen)) / xi.norm()))  # ‖ξ‖ ≤ noise
+            xi = torch.randn(shape, generator=generator, dtype=torch.float64)
+            X.grad.add_(xi * (noise * float(torch.rand(1, generator=generator)) / xi.norm()))  # ‖ξ‖ ≤ noise
         return loss
 
     for _ in range(steps):
@@ -104,10 +104,10 @@ def test_lion_is_outside_the_theory_and_does_not_converge_linearly():
 
 
 def strongly_convex_quadratic(d=10, k=3, seed=1):
-    gen = torch.Generator().manual_seed(seed)
-    Q, _ = torch.linalg.qr(torch.randn(d, d, generator=gen, dtype=torch.float64))
+    generator = torch.Generator().manual_seed(seed)
+    Q, _ = torch.linalg.qr(torch.randn(d, d, generator=generator, dtype=torch.float64))
     H = Q @ torch.diag(torch.logspace(0, 1, d, dtype=torch.float64)) @ Q.T
-    X_star = torch.randn(d, k, generator=gen, dtype=torch.float64)
+    X_star = torch.randn(d, k, generator=generator, dtype=torch.float64)
     return (lambda X: 0.5 * ((X - X_star) * (H @ (X - X_star))).sum()), X_star
 
 
