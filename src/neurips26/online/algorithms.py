@@ -30,11 +30,13 @@ transformations are:
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from ._checks import check_integer
 from .compressors import Compressor, Identity
 from .gossip import acceleration_theta, accelerated_gossip, choco_gossip
 from .network import second_eigenvalue_modulus
@@ -91,14 +93,38 @@ class CompressedOGDState(NamedTuple):
     x_hat: np.ndarray  # (..., n, d) their public copies
 
 
+def _hyper(name: str, value) -> np.ndarray:
+    """A hyper-parameter given as a number or a 1-d array (one value per batched run)."""
+    if np.iscomplexobj(value) or isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a real number or a 1-d array of them, got {value!r}")
+    try:
+        a = np.asarray(value, float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a real number or a 1-d array of them, got {value!r}") from None
+    if a.ndim > 1:
+        raise ValueError(f"{name} must be a scalar or a 1-d array (one value per batched run), got shape {a.shape}")
+    if a.size == 0:
+        raise ValueError(f"{name} is an empty array: give a number or a non-empty 1-d array")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return a
+
+
 def _check_common(eta, gamma=1.0) -> None:
-    eta, gamma = np.asarray(eta, float), np.asarray(gamma, float)
-    if eta.ndim > 1 or gamma.ndim > 1:
-        raise ValueError("eta and gamma must be scalars or 1-d arrays (one value per batched run)")
+    eta, gamma = _hyper("step size eta", eta), _hyper("consensus step gamma", gamma)
     if not (eta > 0).all():
         raise ValueError(f"step size eta must be > 0, got {eta}")
     if not ((gamma > 0) & (gamma <= 1)).all():
         raise ValueError(f"consensus step gamma must be in (0, 1], got {gamma}")
+    if eta.ndim == gamma.ndim == 1 and len(eta) != len(gamma) and 1 not in (len(eta), len(gamma)):
+        raise ValueError(f"eta and gamma given as arrays must have the same length, got {len(eta)} and {len(gamma)}")
+
+
+def _check_parts(domain, compressor=None) -> None:
+    if not (hasattr(domain, "project") and hasattr(domain, "center")):
+        raise TypeError(f"domain must be a decision set with project() and center() (Ball, Box, Simplex), got {domain!r}")
+    if compressor is not None and not (callable(compressor) and hasattr(compressor, "bits")):
+        raise TypeError(f"compressor must be a Compressor (Identity, TopK, RandomK, ScaledSign, QSGD), got {compressor!r}")
 
 
 def _b(v):
@@ -129,6 +155,7 @@ class _Uncompressed:
 
     def __post_init__(self):
         _check_common(self.eta)
+        _check_parts(self.domain, self.compressor)
 
 
 @dataclass
@@ -166,8 +193,8 @@ class CompressedDFTRL:
 
     def __post_init__(self):
         _check_common(self.eta, self.gamma)
-        if self.rounds < 1:
-            raise ValueError(f"rounds must be >= 1, got {self.rounds}")
+        _check_parts(self.domain, self.compressor)
+        check_integer("rounds", self.rounds, minimum=1)
 
     def init(self, n, d, W) -> CompressedFTRLState:
         shape = _batch(self.eta, self.gamma) + (n, d)
@@ -197,7 +224,13 @@ class AcceleratedDFTRL:
 
     def __post_init__(self):
         _check_common(self.eta)
-        if self.rounds != "auto" and (not isinstance(self.rounds, int) or self.rounds < 1):
+        _check_parts(self.domain, self.compressor)
+        if isinstance(self.rounds, str):
+            if self.rounds != "auto":
+                raise ValueError(f"rounds must be a positive int or 'auto', got {self.rounds!r}")
+        elif isinstance(self.rounds, bool) or not isinstance(self.rounds, numbers.Integral):
+            raise TypeError(f"rounds must be a positive int or 'auto', got {self.rounds!r}")
+        elif self.rounds < 1:
             raise ValueError(f"rounds must be a positive int or 'auto', got {self.rounds!r}")
 
     def init(self, n, d, W) -> AcceleratedFTRLState:
@@ -242,6 +275,7 @@ class CompressedDOGD:
 
     def __post_init__(self):
         _check_common(self.eta, self.gamma)
+        _check_parts(self.domain, self.compressor)
 
     def init(self, n, d, W) -> CompressedOGDState:
         x0 = np.broadcast_to(self.domain.center(d), _batch(self.eta, self.gamma) + (n, d)).copy()

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._checks import check_integer
+
 __all__ = ["Compressor", "Identity", "TopK", "RandomK", "ScaledSign", "QSGD"]
 
 FLOAT_BITS = 32
@@ -33,7 +35,8 @@ class Compressor(abc.ABC):
 
     @abc.abstractmethod
     def bits(self, d: int) -> int:
-        """Bits in one compressed message of dimension d."""
+        """Bits in one compressed message of dimension d (``run_doco`` asks this first, so a
+        setting that does not fit d, such as top-k with k > d, is refused there)."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ class Identity(Compressor):
 
 def _check_k(k: int, d: int) -> int:
     if not 1 <= k <= d:
-        raise ValueError(f"k must be in [1, d] = [1, {d}], got {k}")
+        raise ValueError(f"k must be in [1, d] = [1, {d}] for messages of dimension d = {d}, got k = {k}")
     return k
 
 
@@ -71,15 +74,18 @@ class TopK(Compressor):
     k: int
     name = "top-k"
 
+    def __post_init__(self):
+        check_integer("k", self.k, minimum=1)
+
     def __call__(self, x, rng):
         k = _check_k(self.k, x.shape[-1])
         return _keep(x, np.argpartition(-np.abs(x), k - 1, axis=-1)[..., :k])
 
     def omega(self, d):
-        return self.k / d
+        return _check_k(self.k, d) / d
 
     def bits(self, d):
-        return self.k * (FLOAT_BITS + math.ceil(math.log2(d)))
+        return _check_k(self.k, d) * (FLOAT_BITS + math.ceil(math.log2(d)))
 
 
 @dataclass(frozen=True)
@@ -91,15 +97,18 @@ class RandomK(Compressor):
     k: int
     name = "random-k"
 
+    def __post_init__(self):
+        check_integer("k", self.k, minimum=1)
+
     def __call__(self, x, rng):
         k = _check_k(self.k, x.shape[-1])
         return _keep(x, np.argsort(rng.random(x.shape), axis=-1)[..., :k])
 
     def omega(self, d):
-        return self.k / d
+        return _check_k(self.k, d) / d
 
     def bits(self, d):
-        return self.k * FLOAT_BITS + 32
+        return _check_k(self.k, d) * FLOAT_BITS + 32
 
 
 @dataclass(frozen=True)
@@ -131,8 +140,7 @@ class QSGD(Compressor):
     name = "qsgd"
 
     def __post_init__(self):
-        if self.s < 1:
-            raise ValueError(f"QSGD needs s >= 1 levels, got {self.s}")
+        check_integer("s (QSGD's number of levels)", self.s, minimum=1)
 
     def beta(self, d: int) -> float:
         return min(d / self.s**2, math.sqrt(d) / self.s)

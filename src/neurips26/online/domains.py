@@ -6,20 +6,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._checks import check_real
+
 __all__ = ["Ball", "Box", "Simplex"]
 
 
 @dataclass(frozen=True)
 class Ball:
-    """{x : ‖x‖₂ ≤ radius}."""
+    """{x : ‖x‖₂ ≤ radius}, radius finite and > 0."""
 
     radius: float = 1.0
+
+    def __post_init__(self):
+        check_real("radius", self.radius, positive=True)
 
     def project(self, x: np.ndarray) -> np.ndarray:
         norm = np.linalg.norm(x, axis=-1, keepdims=True)
         return x * np.minimum(1.0, self.radius / np.maximum(norm, 1e-300))
 
     def shrink(self, alpha: float) -> "Ball":
+        """The ball scaled by 1 − α, α in [0, 1)."""
+        _check_alpha(alpha)
         return Ball(self.radius * (1.0 - alpha))
 
     @property
@@ -32,15 +39,22 @@ class Ball:
 
 @dataclass(frozen=True)
 class Box:
-    """{x : low ≤ x_i ≤ high}."""
+    """{x : low ≤ x_i ≤ high}, low < high both finite."""
 
     low: float = -1.0
     high: float = 1.0
+
+    def __post_init__(self):
+        low, high = check_real("low", self.low), check_real("high", self.high)
+        if not low < high:
+            raise ValueError(f"a box needs low < high, got low={low}, high={high}")
 
     def project(self, x: np.ndarray) -> np.ndarray:
         return np.clip(x, self.low, self.high)
 
     def shrink(self, alpha: float) -> "Box":
+        """The box scaled by 1 − α about its centre, α in [0, 1)."""
+        _check_alpha(alpha)
         c, h = (self.low + self.high) / 2, (self.high - self.low) / 2 * (1.0 - alpha)
         return Box(c - h, c + h)
 
@@ -55,9 +69,12 @@ class Box:
 @dataclass(frozen=True)
 class Simplex:
     """{x : x ≥ 0, Σ x_i = total} — projection by the sort-based algorithm
-    (Held et al.; Duchi et al., 2008)."""
+    (Held et al.; Duchi et al., 2008); total finite and > 0."""
 
     total: float = 1.0
+
+    def __post_init__(self):
+        check_real("total", self.total, positive=True)
 
     def project(self, x: np.ndarray) -> np.ndarray:
         x = np.atleast_2d(x)
@@ -75,3 +92,8 @@ class Simplex:
 
     def center(self, d: int) -> np.ndarray:
         return np.full(d, self.total / d)
+
+
+def _check_alpha(alpha) -> None:
+    if not 0 <= check_real("alpha", alpha) < 1:
+        raise ValueError(f"the shrink factor alpha must be in [0, 1), got {alpha}")

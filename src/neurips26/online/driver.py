@@ -15,6 +15,7 @@ from typing import Literal
 
 import numpy as np
 
+from ._checks import check_integer, check_real, nonfinite_where
 from .algorithms import DOCOAlgorithm
 from .network import GossipMatrix
 from .problems import OnlineProblem
@@ -78,24 +79,29 @@ def run_doco(
     A run whose losses become non-finite raises FloatingPointError unless
     ``check_finite=False`` (then its regret is NaN/Inf, for a tuner to discard).
     """
+    _check_problem(problem)
+    if not isinstance(network, GossipMatrix):
+        raise TypeError(f"network must be a GossipMatrix (see gossip_matrix), got {type(network).__name__}")
+    if not all(hasattr(algorithm, a) for a in ("domain", "compressor", "init", "decide", "update")):
+        raise TypeError(f"algorithm must be a D-OCO algorithm (DFTRL, CompressedDFTRL, DOGD, ...), got {algorithm!r}")
     if problem.n != network.n:
         raise ValueError(f"the problem has {problem.n} nodes, the network {network.n}")
-    if block < 1:
-        raise ValueError(f"block must be >= 1, got {block}")
+    block = check_integer("block", block, minimum=1)
     if feedback not in ("full", "one-point", "two-point"):
         raise ValueError(f"feedback must be 'full', 'one-point' or 'two-point', got {feedback!r}")
     T, n, d, W = problem.T, problem.n, problem.d, network.W
-    rng = np.random.default_rng(seed)
+    try:
+        rng = np.random.default_rng(seed)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"seed must be a non-negative integer, got {seed!r} ({e})") from None
     domain = algorithm.domain
     if feedback != "full":
-        if not 0 < delta < domain.inner_radius:
+        if not 0 < check_real("delta", delta) < domain.inner_radius:
             raise ValueError(f"delta must be in (0, {domain.inner_radius}), got {delta}")
         # Decisions in the shrunk set keep every exploration point y = x ± δu feasible.
         algorithm = _with_domain(algorithm, domain.shrink(delta / domain.inner_radius))
-    checkpoints = np.unique(np.asarray(checkpoints if checkpoints is not None else [T], dtype=int))
-    if checkpoints.min() < 1 or checkpoints.max() > T:
-        raise ValueError(f"checkpoints must lie in [1, T={T}]")
-    msg_bits = algorithm.compressor.bits(d)
+    checkpoints = _check_checkpoints(checkpoints, T)
+    msg_bits = algorithm.compressor.bits(d)  # also checks the compressor's setting against d
     state = algorithm.init(n, d, W)
     X = algorithm.decide(state)
     cum = np.zeros(X.shape[:-1])
@@ -129,7 +135,8 @@ def run_doco(
             out_bits.append(bits)
     cum_loss = np.array(out_loss)
     if check_finite and not np.isfinite(cum_loss).all():
-        raise FloatingPointError("losses became non-finite: step size too large?")
+        raise FloatingPointError("losses became non-finite (NaN or inf) while playing: the step size eta is too "
+                                 "large for these losses, or the problem's gradients / values are not finite")
     best = np.array([problem.best_fixed(int(c), domain) for c in checkpoints])
     best = best.reshape((-1,) + (1,) * (cum_loss.ndim - 2))
     return DOCOResult(
@@ -140,6 +147,45 @@ def run_doco(
         final_z_sum=state.z.sum(-2) if hasattr(state, "z") else None,
         grad_sum=grad_sum,
     )
+
+
+def _check_problem(problem) -> None:
+    """An OnlineProblem: T, n, d integers >= 1, its four methods, and finite data (the data
+    arrays of the problems of ``problems``, checked again here as they may have changed since
+    their construction)."""
+    missing = [a for a in ("T", "n", "d", "grad", "value", "network_value", "best_fixed") if not hasattr(problem, a)]
+    if missing:
+        raise TypeError(f"problem must be an OnlineProblem (LinearLosses, LeastSquaresLosses, LogisticLosses, ...); "
+                        f"{type(problem).__name__} has no {', '.join(missing)}")
+    for a in ("T", "n", "d"):
+        check_integer(f"problem.{a}", getattr(problem, a), minimum=1)
+    for name in ("G", "A", "b", "y"):
+        data = getattr(problem, name, None)
+        if isinstance(data, np.ndarray) and data.dtype.kind in "fc" and not np.isfinite(data).all():
+            raise ValueError(f"problem.{name} has NaN or inf entries ({nonfinite_where(data)}): the losses' data must be "
+                             "finite")
+
+
+def _check_checkpoints(checkpoints, T: int) -> np.ndarray:
+    """The sorted distinct rounds (whole numbers in [1, T]) at which the regret is recorded."""
+    if checkpoints is None:
+        return np.array([T])
+    raw = np.asarray(checkpoints)
+    if raw.dtype.kind not in "iuf":
+        raise TypeError(f"checkpoints must be a 1-d list of rounds (integers in [1, T={T}]), got {checkpoints!r}")
+    if raw.ndim > 1:
+        raise ValueError(f"checkpoints must be a 1-d list of rounds, got shape {raw.shape}")
+    if raw.size == 0:
+        raise ValueError(f"checkpoints is empty: give at least one round in [1, T={T}] at which to record the regret "
+                         "(or None: the last round)")
+    if raw.dtype.kind == "f":
+        if not np.isfinite(raw).all():
+            raise ValueError(f"checkpoints has NaN or inf entries: {checkpoints!r}")
+        if (raw != np.round(raw)).any():
+            raise ValueError(f"checkpoints must be whole numbers of rounds, got {checkpoints!r}")
+    if raw.min() < 1 or raw.max() > T:
+        raise ValueError(f"checkpoints must lie in [1, T={T}], got {checkpoints!r}")
+    return np.unique(raw.astype(int))
 
 
 def _with_domain(algorithm, domain):

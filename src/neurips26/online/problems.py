@@ -11,6 +11,8 @@ from typing import Protocol
 
 import numpy as np
 
+from ._checks import check_data, check_integer, check_real
+
 __all__ = ["OnlineProblem", "LinearLosses", "LeastSquaresLosses", "LogisticLosses", "quadratic_min_on_ball"]
 
 
@@ -36,13 +38,12 @@ class OnlineProblem(Protocol):
 
 @dataclass
 class LinearLosses:
-    """f_{t,i}(x) = ⟨G[t, i], x⟩. G has shape (T, n, d)."""
+    """f_{t,i}(x) = ⟨G[t, i], x⟩. G has shape (T, n, d): real, finite, non-empty."""
 
     G: np.ndarray
 
     def __post_init__(self):
-        if self.G.ndim != 3:
-            raise ValueError(f"G must have shape (T, n, d), got {self.G.shape}")
+        self.G = check_data("G", self.G, 3, "(T, n, d)")
         self.T, self.n, self.d = self.G.shape
         self._prefix = np.concatenate([np.zeros((1, self.d)), np.cumsum(self.G.sum(1), 0)])
 
@@ -65,13 +66,15 @@ class LinearLosses:
 
 @dataclass
 class LeastSquaresLosses:
-    """f_{t,i}(x) = ½(A[t, i]ᵀx − b[t, i])². A: (T, n, d), b: (T, n)."""
+    """f_{t,i}(x) = ½(A[t, i]ᵀx − b[t, i])². A: (T, n, d), b: (T, n); real, finite, non-empty."""
 
     A: np.ndarray
     b: np.ndarray
 
     def __post_init__(self):
-        if self.A.ndim != 3 or self.b.shape != self.A.shape[:2]:
+        self.A = check_data("A", self.A, 3, "(T, n, d)")
+        self.b = check_data("b", self.b, 2, "(T, n)")
+        if self.b.shape != self.A.shape[:2]:
             raise ValueError(f"A must be (T, n, d) and b (T, n); got {self.A.shape} and {self.b.shape}")
         self.T, self.n, self.d = self.A.shape
         self._H = np.concatenate([np.zeros((1, self.d, self.d)), np.cumsum(np.einsum("tni,tnj->tij", self.A, self.A), 0)])
@@ -98,14 +101,18 @@ class LeastSquaresLosses:
 
 @dataclass
 class LogisticLosses:
-    """f_{t,i}(x) = log(1 + exp(−y[t, i]·A[t, i]ᵀx)), labels y ∈ {−1, +1}. A: (T, n, d)."""
+    """f_{t,i}(x) = log(1 + exp(−y[t, i]·A[t, i]ᵀx)), labels y ∈ {−1, +1}. A: (T, n, d) real,
+    finite, non-empty; ``comparator_iters`` ≥ 1, the FISTA iterations of the comparator."""
 
     A: np.ndarray
     y: np.ndarray
     comparator_iters: int = 2000
 
     def __post_init__(self):
-        if self.A.ndim != 3 or self.y.shape != self.A.shape[:2]:
+        self.A = check_data("A", self.A, 3, "(T, n, d)")
+        self.y = check_data("y", self.y, 2, "(T, n)")
+        check_integer("comparator_iters", self.comparator_iters, minimum=1)
+        if self.y.shape != self.A.shape[:2]:
             raise ValueError(f"A must be (T, n, d) and y (T, n); got {self.A.shape} and {self.y.shape}")
         if not np.isin(self.y, (-1.0, 1.0)).all():
             raise ValueError("labels y must be -1 or +1")
@@ -157,7 +164,16 @@ def _sigmoid(z):
 def quadratic_min_on_ball(H: np.ndarray, c: np.ndarray, radius: float) -> np.ndarray:
     """argmin ½xᵀHx − cᵀx over ‖x‖ ≤ radius (H ⪰ 0), exactly: the KKT point
     x(λ) = (H + λI)⁻¹c with λ ≥ 0 and ‖x(λ)‖ = radius when the unconstrained
-    minimizer lies outside, found by bisection on the secular equation."""
+    minimizer lies outside, found by bisection on the secular equation. H: (d, d), c: (d,),
+    both finite; radius finite and > 0."""
+    check_real("radius", radius, positive=True)
+    H, c = np.asarray(H), np.asarray(c)
+    if H.ndim != 2 or H.shape[0] != H.shape[1]:
+        raise ValueError(f"H must be a square (d, d) matrix, got shape {H.shape}")
+    if c.shape != (H.shape[0],):
+        raise ValueError(f"c must have shape (d,) = ({H.shape[0]},) to match H, got {c.shape}")
+    if not (np.isfinite(H).all() and np.isfinite(c).all()):
+        raise ValueError(f"{'H' if not np.isfinite(H).all() else 'c'} has NaN or inf entries")
     lam, Q = np.linalg.eigh(H)
     cq = Q.T @ c
     lam = np.maximum(lam, 0.0)

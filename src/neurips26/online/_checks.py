@@ -1,0 +1,54 @@
+"""Validation of the public entry points' arguments (constructors, ``run_doco``): each check
+names the argument and says what is accepted. Called once at the boundary, never per round."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+__all__ = ["check_integer", "check_real", "check_data", "nonfinite_where"]
+
+
+def check_integer(name: str, value, minimum: int | None = None) -> int:
+    """``value`` as an int: Python or numpy integers (not bool), at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_real(name: str, value, *, positive: bool = False, finite: bool = True) -> float:
+    """``value`` as a float: a real number (not bool), finite, and > 0 with ``positive``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+    value = float(value)
+    if math.isnan(value) or (finite and math.isinf(value)):
+        raise ValueError(f"{name} must be a finite number{' > 0' if positive else ''}, got {value}")
+    if positive and not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    return value
+
+
+def nonfinite_where(a: np.ndarray) -> str:
+    """'NaN at index (i, j, ...)' or 'inf at ...' for the first non-finite entry of a."""
+    index = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
+    kind = "NaN" if np.isnan(a[index]) else "inf"
+    return f"{kind} at index {index}"
+
+
+def check_data(name: str, value, ndim: int, layout: str) -> np.ndarray:
+    """A real, finite, non-empty array of ``ndim`` dimensions (``layout`` names them, as
+    "(T, n, d)"). An ndarray of a real dtype comes back as it is (no copy, no cast)."""
+    a = np.asarray(value)
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a real numeric array of shape {layout}, got dtype {a.dtype}")
+    if a.ndim != ndim:
+        raise ValueError(f"{name} must have shape {layout}, got shape {a.shape}")
+    if a.size == 0:
+        raise ValueError(f"{name} is empty (shape {a.shape}); every axis of {layout} needs length >= 1")
+    if a.dtype.kind == "f" and not np.isfinite(a).all():
+        raise ValueError(f"{name} has NaN or inf entries ({nonfinite_where(a)}); the data must be finite")
+    return a
