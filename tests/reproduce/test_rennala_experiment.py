@@ -48,3 +48,57 @@ def test_tuning_grid_extends_past_its_edge(monkeypatch):
     # base 1.0; grid 0.25, 1, 4, then 1/16, 1/64 (best so far), then 1/256 (worse): stop.
     assert calls == [0.25, 1.0, 4.0, 0.0625, 0.015625, 0.00390625]
     assert lr == 0.015625
+
+
+def _reference_tune(scores_of, mults, max_extend):
+    """The tuner as it stood before it moved into _common.tune_on_grid (the baseline)."""
+    ratio = mults[-1] / mults[-2] if len(mults) > 1 else 4.0
+    scores, order = {}, []
+
+    def score(m):
+        if m not in scores:
+            order.append(m)
+            scores[m] = scores_of(m)
+        return scores[m]
+
+    for m in mults:
+        score(m)
+    for _ in range(max_extend):
+        best = min(scores, key=scores.get)
+        if best == max(scores):
+            score(best * ratio)
+        elif best == min(scores):
+            score(best / ratio)
+        else:
+            break
+    return min(scores, key=scores.get), order
+
+
+def test_tune_lr_makes_the_choices_of_the_tuner_it_replaced(monkeypatch):
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        mults = tuple(sorted(rng.choice([0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0], size=rng.integers(2, 6), replace=False)))
+        # ties on the time (misses: inf) broken by the final criterion, then by the order tried
+        optimum, misses = float(2.0 ** rng.integers(-8, 8)), rng.random() < 0.3
+        landscape = lambda lr: ((math.inf if misses else round(abs(math.log2(lr / optimum)))),  # noqa: E731
+                                float(rng.integers(0, 3)))
+        memo = {}
+
+        def outcome(lr):
+            if lr not in memo:
+                memo[lr] = landscape(lr)
+            return memo[lr]
+
+        calls = []
+
+        def fake_run(problem, method, lr, *args):
+            calls.append(lr)
+            t, final = outcome(lr)
+            return t, np.array([]), np.array([final])
+
+        monkeypatch.setattr(exp_mod, "run_method", fake_run)
+        max_extend = int(rng.integers(0, 4))
+        lr = exp_mod.tune_lr(lambda s: exp_mod.HeavyTailLinf(s, d=4), "rennala-sgd", "linear", 2, 2, 10, 0.1, mults,
+                             seed=0, max_extend=max_extend)
+        ref_best, ref_order = _reference_tune(outcome, mults, max_extend)
+        assert calls == ref_order and lr == ref_best  # base step size 1.0 for SGD on this problem

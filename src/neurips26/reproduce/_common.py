@@ -1,6 +1,7 @@
 """Helpers shared by experiments: a character tokenizer, procedural text, a small
-causal-LM training loop, teacher-forced exact-match evaluation, and offline text (the
-standard library's docstrings)."""
+causal-LM training loop, teacher-forced exact-match evaluation, offline text (the
+standard library's docstrings), a grid search that extends past its edges, and pyplot on
+the Agg backend."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import random
 import warnings
 import string
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
@@ -53,6 +54,40 @@ def pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def tune_on_grid(evaluate: Callable[[Any], Any], grid: Sequence, step: Callable[[Any, int], Any],
+                 score: Callable[[Any], Any] = lambda result: result, max_extend: int = 3) -> tuple[Any, dict]:
+    """A hyper-parameter grid search that extends its grid past an edge.
+
+    Every point of ``grid`` is evaluated in order (``evaluate(x)``, once per distinct
+    point). Then, up to ``max_extend`` times, while the best point tried lies on an edge of
+    the points tried, one point past that edge is tried: ``step(x, +1)`` above the top,
+    ``step(x, -1)`` below the bottom (the top edge is looked at first). So no method is
+    reported with a value the grid merely cut off. ``score(result)`` is minimized; ties go
+    to the point tried first.
+
+    Returns the best point and ``{point: result}`` of every point tried, in the order tried.
+    """
+    if not len(grid):
+        raise ValueError("grid is empty")
+    if not (isinstance(max_extend, int) and max_extend >= 0):
+        raise ValueError(f"max_extend must be an int >= 0, got {max_extend!r}")
+    tried: dict = {}
+    for x in grid:
+        if x not in tried:
+            tried[x] = evaluate(x)
+    for _ in range(max_extend):
+        best = min(tried, key=lambda x: score(tried[x]))
+        if best == max(tried):
+            edge = step(best, +1)
+        elif best == min(tried):
+            edge = step(best, -1)
+        else:
+            break
+        if edge not in tried:
+            tried[edge] = evaluate(edge)
+    return min(tried, key=lambda x: score(tried[x])), tried
 
 
 def finite_or_minus_one(x) -> float:

@@ -24,7 +24,7 @@ import torch
 
 from ..distributed import AsynchronousServer, RennalaServer, SynchronousServer, equilibrium_time, simulate
 from ..optim import Blocks, L2, Linf, Spectral
-from ._common import finite_or_minus_one
+from ._common import finite_or_minus_one, pyplot, tune_on_grid
 from ._harness import RunContext
 
 SIZES = {
@@ -219,33 +219,22 @@ def run_method(problem, method, lr, setting, n_workers, batch, steps, eps, seed)
 
 def tune_lr(problem_at, method, setting, n_workers, batch, steps, eps, mults, seed, max_extend=3, run=None):
     """The step size with the least time to eps on the tuning seed (ties and misses: the
-    least final criterion). When the best lies on an edge of the grid, the grid is
-    extended past that edge by its own ratio, up to ``max_extend`` times, so that no
-    method is reported with a step size the grid merely cut off. ``run`` replaces
+    least final criterion), over ``base · mults``; when the best lies on an edge of the
+    grid, the grid extends past that edge by its own ratio, up to ``max_extend`` times
+    (:func:`~neurips26.reproduce._common.tune_on_grid`). ``run`` replaces
     :func:`run_method` (a cached one)."""
     run = run or run_method
     problem = problem_at(seed)
     base = _base_lr(problem, METHODS[method][1])
     ratio = mults[-1] / mults[-2] if len(mults) > 1 else 4.0
-    scores = {}
 
     def score(m):
-        if m not in scores:
-            t, _, curve = run(problem, method, base * m, setting, n_workers, batch, steps, eps, seed)
-            scores[m] = (t, curve[-1] if len(curve) else math.inf)
-        return scores[m]
+        t, _, curve = run(problem, method, base * m, setting, n_workers, batch, steps, eps, seed)
+        return t, curve[-1] if len(curve) else math.inf
 
-    for m in mults:
-        score(m)
-    for _ in range(max_extend):
-        best = min(scores, key=scores.get)
-        if best == max(scores):
-            score(best * ratio)
-        elif best == min(scores):
-            score(best / ratio)
-        else:
-            break
-    return base * min(scores, key=scores.get)
+    best, _ = tune_on_grid(score, mults, lambda m, direction: m * ratio if direction > 0 else m / ratio,
+                           max_extend=max_extend)
+    return base * best
 
 
 def _median_finite(values):
@@ -257,23 +246,52 @@ def _fmt(t):
     return f"{t:.4g}" if math.isfinite(t) else "not reached"
 
 
-def run(ctx: RunContext) -> None:
-    import matplotlib
+EPS = {"digits-mlp": 0.35, "heavy-tail-linf": 0.1, "heavy-tail-spectral": 0.3}
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import matplotlib.ticker
 
-    cfg = SIZES[ctx.quick]
-    n, B = cfg["n_workers"], cfg["batch"]
-    tune_seed = 100 + ctx.seed
-    test_seeds = [ctx.seed + s for s in cfg["seeds"]]
-    eps = {"digits-mlp": 0.35, "heavy-tail-linf": 0.1, "heavy-tail-spectral": 0.3}
-    problems = {
+def _problems(cfg) -> dict:
+    """Per problem: (its constructor by seed, its step budget)."""
+    return {
         "digits-mlp": (lambda s: DigitsMLP(s), cfg["mlp_steps"]),
         "heavy-tail-linf": (lambda s: HeavyTailLinf(s, d=cfg["linf_d"]), cfg["synth_steps"]),
         "heavy-tail-spectral": (lambda s: HeavyTailSpectral(s, n=cfg["spec_n"]), cfg["synth_steps"]),
     }
+
+
+def _dimension_sweeps(cfg) -> list:
+    """(problem, sizes, constructor by (seed, size), methods) of the dimension sweep."""
+    return [("heavy-tail-linf", cfg["dims"], lambda s, d: HeavyTailLinf(s, d=d),
+             ["rennala-sgd", "rennala-nsgd-l2", "rennala-nsgd-linf"]),
+            ("heavy-tail-spectral", cfg["mats"], lambda s, d: HeavyTailSpectral(s, n=d),
+             ["rennala-sgd", "rennala-nsgd-l2", "rennala-nsgd-spectral"])]
+
+
+def _parameters(pname: str, d: int) -> int:
+    """The number of parameters at size d: d for the vector problem, d² for the matrix one."""
+    return d if pname.endswith("linf") else d * d
+
+
+def run(ctx: RunContext) -> None:
+    cfg = SIZES[ctx.quick]
+    tune_seed = 100 + ctx.seed
+    test_seeds = [ctx.seed + s for s in cfg["seeds"]]
+    ctx.config.update(n_workers=cfg["n_workers"], batch_size=cfg["batch"], eps=EPS, tune_seed=tune_seed,
+                      test_seeds=test_seeds, lr_multipliers=list(cfg["lr_mult"]), student_t_nu=NU,
+                      settings=["linear", "random"])
+    raw = _run(ctx, cfg, tune_seed, test_seeds)
+    summary = summarize(raw, cfg)
+    metrics(ctx, raw, summary)
+    claims(ctx, raw, summary)
+    tables(ctx, raw, summary, cfg)
+    plots(ctx, raw, cfg)
+
+
+def _run(ctx: RunContext, cfg, tune_seed: int, test_seeds: list[int]) -> dict:
+    """Every simulation, in order: (1) time to ε of every method in both speed settings,
+    (2) Rennala-NSGD and synchronous NSGD against the number of workers, (3) time to ε
+    against the dimension. Returns the raw results."""
+    n, B = cfg["n_workers"], cfg["batch"]
+    problems = _problems(cfg)
     # The three stages meet the same configurations again (the base dimension of the
     # dimension sweep, n = n_workers in the workers sweep): each is simulated once.
     cache = {}
@@ -283,9 +301,6 @@ def run(ctx: RunContext) -> None:
         if key not in cache:
             cache[key] = run_method(problem, method, lr, *rest)
         return cache[key]
-
-    ctx.config.update(n_workers=n, batch_size=B, eps=eps, tune_seed=tune_seed, test_seeds=test_seeds,
-                      lr_multipliers=list(cfg["lr_mult"]), student_t_nu=NU, settings=["linear", "random"])
 
     # 1. Time to ε, every method, both speed settings.
     time_to_eps: dict[str, dict[str, dict[str, float]]] = {}
@@ -299,26 +314,149 @@ def run(ctx: RunContext) -> None:
         # the random speeds (a user does not retune when the cluster's speeds change).
         lr = lrs.get((pname, method))
         if lr is None:
-            lr = lrs[(pname, method)] = tune_lr(make, method, "linear", n, B, steps, eps[pname], cfg["lr_mult"],
+            lr = lrs[(pname, method)] = tune_lr(make, method, "linear", n, B, steps, EPS[pname], cfg["lr_mult"],
                                                 tune_seed, run=run_cached)
-        runs = [run_cached(make(s), method, lr, setting, n, B, steps, eps[pname], s) for s in test_seeds]
+        runs = [run_cached(make(s), method, lr, setting, n, B, steps, EPS[pname], s) for s in test_seeds]
         t = _median_finite([r[0] for r in runs])
         reached = sum(math.isfinite(r[0]) for r in runs)
         time_to_eps.setdefault(pname, {}).setdefault(setting, {})[method] = t if reached == len(runs) else math.inf
         curves[(pname, setting, method)] = runs[0][1:]
+
+    # 2. The time complexity's shape: time per step vs t(B), and time to ε vs n.
+    problem = HeavyTailLinf(tune_seed, d=cfg["linf_d"])
+    lr = lrs[("heavy-tail-linf", "rennala-nsgd-linf")]
+    lr_sync = lrs[("heavy-tail-linf", "sync-nsgd-linf")]
+    workers = []
+    for nw in ctx.track(cfg["workers_sweep"], "time to ε vs number of workers"):
+        taus = np.arange(1, nw + 1, dtype=float)
+        t_r = _median_finite([run_cached(HeavyTailLinf(s, d=cfg["linf_d"]), "rennala-nsgd-linf", lr, "linear", nw, B,
+                                         cfg["synth_steps"], EPS["heavy-tail-linf"], s)[0] for s in test_seeds])
+        t_s = _median_finite([run_cached(HeavyTailLinf(s, d=cfg["linf_d"]), "sync-nsgd-linf", lr_sync, "linear", nw, B,
+                                         cfg["synth_steps"], EPS["heavy-tail-linf"], s)[0] for s in test_seeds])
+        _, step_times, _ = run_method(problem, "rennala-nsgd-linf", lr, "linear", nw, B, 60, -1.0, tune_seed)
+        per_step = float(np.mean(np.diff(np.concatenate([[0.0], step_times]))[10:]))
+        workers.append({"n": nw, "rennala": t_r, "sync": t_s, "per_step": per_step,
+                        "t_B": equilibrium_time(taus, B)})
+
+    # 3. Dimension dependence: time to ε vs d in each geometry, step sizes tuned per size.
+    dim_curves = {}
+    for pname, dims, make_d, methods in _dimension_sweeps(cfg):
+        for method in methods:
+            ts = []
+            for d in ctx.track(dims, f"{pname}: {method} vs dimension"):
+                make = lambda s, d=d: make_d(s, d)
+                lr = tune_lr(make, method, "linear", n, B, cfg["synth_steps"], EPS[pname], cfg["lr_mult"], tune_seed,
+                             run=run_cached)
+                ts.append(_median_finite([run_cached(make(s), method, lr, "linear", n, B, cfg["synth_steps"],
+                                                     EPS[pname], s)[0] for s in test_seeds]))
+            dim_curves[(pname, method)] = ts
+    return {"time_to_eps": time_to_eps, "curves": curves, "lrs": lrs, "workers": workers,
+            "dimension": dim_curves}
+
+
+def summarize(raw, cfg) -> dict:
+    """The numbers the claims test: speed-ups over synchronous NSGD per (problem, setting,
+    norm), the best Rennala-NSGD norm against the best baseline, the correlation of time to
+    ε with t(B) across n, and the log-log slopes of time to ε against the dimension."""
+    ratios = []
+    for pname, by_setting in raw["time_to_eps"].items():
+        for setting, d in by_setting.items():
+            for geometry in ("l2", "linf", "spectral"):
+                r, s = d.get(f"rennala-nsgd-{geometry}"), d.get(f"sync-nsgd-{geometry}")
+                if r is not None and s is not None:
+                    ratios.append((pname, setting, geometry, s / r if math.isfinite(r) else 0.0))
+    # against every baseline, not only the synchronous one: per problem, the best
+    # Rennala-NSGD norm against the best baseline, in each speed setting
+    best = {}
+    for pname, by_setting in raw["time_to_eps"].items():
+        for setting, d in by_setting.items():
+            other_m = min((m for m in d if not m.startswith("rennala-nsgd")), key=d.get)
+            best[f"{pname}/{setting}"] = {"ours": min(v for m, v in d.items() if m.startswith("rennala-nsgd")),
+                                          "baseline": d[other_m], "baseline_method": other_m}
+    ok = [(w["rennala"], w["t_B"]) for w in raw["workers"] if math.isfinite(w["rennala"])]
+    corr = float(np.corrcoef(np.log([r for r, _ in ok]), np.log([p for _, p in ok]))[0, 1]) if len(ok) >= 3 else 0.0
+    slopes = {}
+    for pname, dims, _, methods in _dimension_sweeps(cfg):
+        for method in methods:
+            ok = [(d, t) for d, t in zip(dims, raw["dimension"][(pname, method)]) if math.isfinite(t)]
+            sizes = [_parameters(pname, d) for d, _ in ok]
+            slopes[f"{pname}/{method}"] = (float(np.polyfit(np.log(sizes), np.log([t for _, t in ok]), 1)[0])
+                                           if len(ok) >= 2 else math.nan)
+    return {"speedups": ratios, "best": best, "corr": corr, "slopes": slopes}
+
+
+def metrics(ctx: RunContext, raw, summary) -> None:
     ctx.metric("time_to_eps", {p: {s: {m: finite_or_minus_one(t) for m, t in d.items()}
-                                   for s, d in v.items()} for p, v in time_to_eps.items()})
-    ctx.metric("tuned_lr", {f"{p}/{m}": lr for (p, m), lr in lrs.items()})
+                                   for s, d in v.items()} for p, v in raw["time_to_eps"].items()})
+    ctx.metric("tuned_lr", {f"{p}/{m}": lr for (p, m), lr in raw["lrs"].items()})
+    ctx.metric("speedup_vs_sync", {f"{p}/{s}/{g}": finite_or_minus_one(v) for p, s, g, v in summary["speedups"]})
+    ctx.metric("best_vs_best_baseline", {k: {"rennala_nsgd": finite_or_minus_one(b["ours"]),
+                                             "best_baseline": finite_or_minus_one(b["baseline"]),
+                                             "best_baseline_method": b["baseline_method"]}
+                                         for k, b in summary["best"].items()})
+    workers = raw["workers"]
+    ctx.metric("workers_sweep", {"n": [w["n"] for w in workers],
+                                 "rennala": [finite_or_minus_one(w["rennala"]) for w in workers],
+                                 "sync": [finite_or_minus_one(w["sync"]) for w in workers],
+                                 "t_B": [w["t_B"] for w in workers]})
+    ctx.metric("dimension_slopes", {k: finite_or_minus_one(v) for k, v in summary["slopes"].items()})
+    ctx.metric("dimension_sweep", {f"{p}/{m}": [finite_or_minus_one(t) for t in ts]
+                                   for (p, m), ts in raw["dimension"].items()})
+
+
+def claims(ctx: RunContext, raw, summary) -> None:
+    # 1. Rennala-NSGD beats synchronous NSGD in the same geometry under heterogeneity.
+    speedups = [x[3] for x in summary["speedups"]]
+    ctx.claim("Rennala-NSGD reaches ε faster than synchronous minibatch NSGD (same norm): median speed-up, "
+              "all problems, settings, norms (-1: only Rennala-NSGD reached ε)", finite_or_minus_one(float(np.median(speedups))), 1.0,
+              bool(np.median(speedups) > 1.0 and min(speedups) > 1.0))
+    # 2. Against every baseline: the best Rennala-NSGD norm against the best baseline.
+    for key, b in summary["best"].items():
+        pname, setting = key.split("/")
+        ctx.claim(f"{pname}, τ {setting}: the best Rennala-NSGD norm reaches ε no later than the best baseline "
+                  f"({b['baseline_method']}); simulated time, -1 = not reached", finite_or_minus_one(b["ours"]),
+                  finite_or_minus_one(b["baseline"]), bool(math.isfinite(b["ours"]) and b["ours"] <= b["baseline"]))
+    # 3. The time complexity's shape across n.
+    corr = summary["corr"]
+    ctx.claim("Rennala-NSGD's time to ε follows t(B) = min_m (B+m)/Σ_{i≤m} 1/τ_i across n (correlation of logs)",
+              corr, 0.0, bool(corr > 0.8))
+    # 4. Dimension dependence in each geometry.
+    slopes = summary["slopes"]
+    for pname, geometry in (("heavy-tail-linf", "linf"), ("heavy-tail-spectral", "spectral")):
+        ours = slopes[f"{pname}/rennala-nsgd-{geometry}"]
+        eu = min(slopes[f"{pname}/rennala-nsgd-l2"], slopes[f"{pname}/rennala-sgd"])
+        if math.isfinite(ours) and math.isfinite(eu):
+            ctx.claim(f"{pname}: time to ε grows more slowly with the dimension in the {geometry} geometry than in "
+                      "the Euclidean one (log-log slope, ours vs best Euclidean)", ours, eu, bool(ours < eu - 0.05))
+
+
+def tables(ctx: RunContext, raw, summary, cfg) -> None:
     ctx.text("Time to ε in simulated time (median over the test seeds; 'not reached' when a seed misses ε "
              "within the step budget); -1 in results.json means not reached.")
-    for pname, by_setting in time_to_eps.items():
+    for pname, by_setting in raw["time_to_eps"].items():
         methods = list(next(iter(by_setting.values())))
-        ctx.table(f"{pname}: time to ε = {eps[pname]}", ["setting"] + methods,
+        ctx.table(f"{pname}: time to ε = {EPS[pname]}", ["setting"] + methods,
                   [[s] + [_fmt(by_setting[s][m]) for m in methods] for s in by_setting])
+    ctx.table(f"heavy-tail-linf, τ_i = i: time to ε vs the number of workers n (B = {cfg['batch']})",
+              ["n", "Rennala-NSGD ℓ∞", "sync NSGD ℓ∞", "Rennala time/step", "t(B) predicted", "sync time/step τ_n"],
+              [[w["n"], _fmt(w["rennala"]), _fmt(w["sync"]), w["per_step"], w["t_B"], float(w["n"])]
+               for w in raw["workers"]])
+    for pname, dims, _, methods in _dimension_sweeps(cfg):
+        ctx.table(f"{pname}: time to ε vs dimension ({'d' if pname.endswith('linf') else 'n, W is n × n'} = {dims})",
+                  ["problem", "method"] + [str(d) for d in dims],
+                  [[pname, method] + [_fmt(t) for t in raw["dimension"][(pname, method)]] for method in methods])
+    ctx.text("Slope of log(time to ε) against log(number of parameters): "
+             + ", ".join(f"{k}: {v:.2f}" for k, v in summary["slopes"].items()))
+
+
+def plots(ctx: RunContext, raw, cfg) -> None:
+    plt = pyplot()
+    import matplotlib.ticker
 
     # Loss vs wall-clock.
+    curves = raw["curves"]
     fig, axes = plt.subplots(2, 3, figsize=(15, 8))
-    for col, pname in enumerate(problems):
+    for col, pname in enumerate(_problems(cfg)):
         for row, setting in enumerate(("linear", "random")):
             ax = axes[row, col]
             for k, method in enumerate(METHODS):
@@ -328,105 +466,21 @@ def run(ctx: RunContext) -> None:
                 if len(curve):
                     ax.plot(times, curve, label=method, lw=1.2, color=f"C{k}",
                             ls="-" if method.startswith("rennala-nsgd") else "--")
-            ax.axhline(eps[pname], color="k", lw=0.6)
+            ax.axhline(EPS[pname], color="k", lw=0.6)
             ax.set_yscale("log")
             ax.set_title(f"{pname}, τ {setting}")
             ax.set_xlabel("simulated wall-clock time")
             ax.set_ylabel("training loss" if pname == "digits-mlp" else "dual norm of ∇f")
     axes[0, 0].legend(fontsize=7)
     fig.tight_layout()
-    ctx.figure(fig, "loss_vs_time", f"Criterion vs simulated wall-clock time, n = {n} workers, B = {B}, first test seed.")
+    ctx.figure(fig, "loss_vs_time", f"Criterion vs simulated wall-clock time, n = {cfg['n_workers']} workers, "
+               f"B = {cfg['batch']}, first test seed.")
     plt.close(fig)
 
-    # Claim 1: Rennala-NSGD beats synchronous NSGD in the same geometry under heterogeneity.
-    ratios = []
-    for pname, by_setting in time_to_eps.items():
-        for setting, d in by_setting.items():
-            for geometry in ("l2", "linf", "spectral"):
-                r, s = d.get(f"rennala-nsgd-{geometry}"), d.get(f"sync-nsgd-{geometry}")
-                if r is not None and s is not None:
-                    ratios.append((pname, setting, geometry, s / r if math.isfinite(r) else 0.0))
-    speedups = [x[3] for x in ratios]
-    ctx.metric("speedup_vs_sync", {f"{p}/{s}/{g}": finite_or_minus_one(v) for p, s, g, v in ratios})
-    ctx.claim("Rennala-NSGD reaches ε faster than synchronous minibatch NSGD (same norm): median speed-up, "
-              "all problems, settings, norms (-1: only Rennala-NSGD reached ε)", finite_or_minus_one(float(np.median(speedups))), 1.0,
-              bool(np.median(speedups) > 1.0 and min(speedups) > 1.0))
-    # Claim 2: against every baseline, not only the synchronous one. Per problem, the
-    # best Rennala-NSGD norm against the best baseline, in each speed setting.
-    best = {}
-    for pname, by_setting in time_to_eps.items():
-        for setting, d in by_setting.items():
-            ours = min(v for m, v in d.items() if m.startswith("rennala-nsgd"))
-            other_m = min((m for m in d if not m.startswith("rennala-nsgd")), key=d.get)
-            best[f"{pname}/{setting}"] = {"rennala_nsgd": finite_or_minus_one(ours),
-                                          "best_baseline": finite_or_minus_one(d[other_m]),
-                                          "best_baseline_method": other_m}
-            ctx.claim(f"{pname}, τ {setting}: the best Rennala-NSGD norm reaches ε no later than the best baseline "
-                      f"({other_m}); simulated time, -1 = not reached", finite_or_minus_one(ours), finite_or_minus_one(d[other_m]),
-                      bool(math.isfinite(ours) and ours <= d[other_m]))
-    ctx.metric("best_vs_best_baseline", best)
-
-    # 2. The time complexity's shape: time per step vs t(B), and time to ε vs n.
-    problem = HeavyTailLinf(tune_seed, d=cfg["linf_d"])
-    lr = lrs[("heavy-tail-linf", "rennala-nsgd-linf")]
-    lr_sync = lrs[("heavy-tail-linf", "sync-nsgd-linf")]
-    rows, ren_t, sync_t, pred = [], [], [], []
-    for nw in ctx.track(cfg["workers_sweep"], "time to ε vs number of workers"):
-        taus = np.arange(1, nw + 1, dtype=float)
-        t_r = _median_finite([run_cached(HeavyTailLinf(s, d=cfg["linf_d"]), "rennala-nsgd-linf", lr, "linear", nw, B,
-                                         cfg["synth_steps"], eps["heavy-tail-linf"], s)[0] for s in test_seeds])
-        t_s = _median_finite([run_cached(HeavyTailLinf(s, d=cfg["linf_d"]), "sync-nsgd-linf", lr_sync, "linear", nw, B,
-                                         cfg["synth_steps"], eps["heavy-tail-linf"], s)[0] for s in test_seeds])
-        _, step_times, _ = run_method(problem, "rennala-nsgd-linf", lr, "linear", nw, B, 60, -1.0, tune_seed)
-        per_step = float(np.mean(np.diff(np.concatenate([[0.0], step_times]))[10:]))
-        rows.append([nw, _fmt(t_r), _fmt(t_s), per_step, equilibrium_time(taus, B), float(nw)])
-        ren_t.append(t_r), sync_t.append(t_s), pred.append(equilibrium_time(taus, B))
-    ctx.table(f"heavy-tail-linf, τ_i = i: time to ε vs the number of workers n (B = {B})",
-              ["n", "Rennala-NSGD ℓ∞", "sync NSGD ℓ∞", "Rennala time/step", "t(B) predicted", "sync time/step τ_n"], rows)
-    ctx.metric("workers_sweep", {"n": cfg["workers_sweep"], "rennala": [finite_or_minus_one(t) for t in ren_t],
-                                 "sync": [finite_or_minus_one(t) for t in sync_t], "t_B": pred})
-    ok = [(r, p) for r, p in zip(ren_t, pred) if math.isfinite(r)]
-    corr = float(np.corrcoef(np.log([r for r, _ in ok]), np.log([p for _, p in ok]))[0, 1]) if len(ok) >= 3 else 0.0
-    ctx.claim("Rennala-NSGD's time to ε follows t(B) = min_m (B+m)/Σ_{i≤m} 1/τ_i across n (correlation of logs)",
-              corr, 0.0, bool(corr > 0.8))
-
-    # 3. Dimension dependence: time to ε vs d in each geometry.
-    dim_rows, slopes = [], {}
-    sweeps = [("heavy-tail-linf", cfg["dims"], lambda s, d: HeavyTailLinf(s, d=d), ["rennala-sgd", "rennala-nsgd-l2", "rennala-nsgd-linf"]),
-              ("heavy-tail-spectral", cfg["mats"], lambda s, d: HeavyTailSpectral(s, n=d),
-               ["rennala-sgd", "rennala-nsgd-l2", "rennala-nsgd-spectral"])]
-    dim_curves = {}
-    for pname, dims, make_d, methods in sweeps:
-        for method in methods:
-            ts = []
-            for d in ctx.track(dims, f"{pname}: {method} vs dimension"):
-                make = lambda s, d=d: make_d(s, d)
-                lr = tune_lr(make, method, "linear", n, B, cfg["synth_steps"], eps[pname], cfg["lr_mult"], tune_seed,
-                             run=run_cached)
-                ts.append(_median_finite([run_cached(make(s), method, lr, "linear", n, B, cfg["synth_steps"],
-                                                     eps[pname], s)[0] for s in test_seeds]))
-            dim_curves[(pname, method)] = ts
-            ok = [(d, t) for d, t in zip(dims, ts) if math.isfinite(t)]
-            sizes = [d if pname.endswith("linf") else d * d for d, _ in ok]
-            slopes[f"{pname}/{method}"] = (float(np.polyfit(np.log(sizes), np.log([t for _, t in ok]), 1)[0])
-                                           if len(ok) >= 2 else math.nan)
-            dim_rows.append([pname, method] + [_fmt(t) for t in ts])
-        ctx.table(f"{pname}: time to ε vs dimension ({'d' if pname.endswith('linf') else 'n, W is n × n'} = {dims})",
-                  ["problem", "method"] + [str(d) for d in dims], [r for r in dim_rows if r[0] == pname])
-    ctx.metric("dimension_slopes", {k: finite_or_minus_one(v) for k, v in slopes.items()})
-    ctx.metric("dimension_sweep", {f"{p}/{m}": [finite_or_minus_one(t) for t in ts] for (p, m), ts in dim_curves.items()})
-    ctx.text("Slope of log(time to ε) against log(number of parameters): "
-             + ", ".join(f"{k}: {v:.2f}" for k, v in slopes.items()))
-    for pname, geometry in (("heavy-tail-linf", "linf"), ("heavy-tail-spectral", "spectral")):
-        ours = slopes[f"{pname}/rennala-nsgd-{geometry}"]
-        eu = min(slopes[f"{pname}/rennala-nsgd-l2"], slopes[f"{pname}/rennala-sgd"])
-        if math.isfinite(ours) and math.isfinite(eu):
-            ctx.claim(f"{pname}: time to ε grows more slowly with the dimension in the {geometry} geometry than in "
-                      "the Euclidean one (log-log slope, ours vs best Euclidean)", ours, eu, bool(ours < eu - 0.05))
-
+    dim_curves = raw["dimension"]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, (pname, dims, _, methods) in zip(axes, sweeps):
-        sizes = [d if pname.endswith("linf") else d * d for d in dims]
+    for ax, (pname, dims, _, methods) in zip(axes, _dimension_sweeps(cfg)):
+        sizes = [_parameters(pname, d) for d in dims]
         for method in methods:
             ts = dim_curves[(pname, method)]
             ax.plot(sizes, [t if math.isfinite(t) else np.nan for t in ts], "o-", label=method)
