@@ -44,3 +44,55 @@ def test_tuning_extends_past_an_edge_and_refines():
 def test_stdlib_text_is_deterministic_ascii():
     a, b = exp_mod.stdlib_text(), exp_mod.stdlib_text()  # re-exported from _common
     assert a == b and len(a) > 50_000 and max(a) < 128
+
+
+def _reference_tune(run_at, name, decades, score, refine):
+    """The tuner as it stood before it moved into _common.tune_on_grid (the baseline)."""
+    centre = exp_mod.LR_CENTRE[name]
+    tried = {}
+
+    def at(k):
+        if k not in tried:
+            tried[k] = run_at(centre * 10.0**k)
+        return tried[k]
+
+    for k in decades:
+        at(float(k))
+    for _ in range(3):
+        best = min(tried, key=lambda k: score(tried[k]))
+        if best == min(tried):
+            at(best - 1.0)
+        elif best == max(tried):
+            at(best + 1.0)
+        else:
+            break
+    best = min(tried, key=lambda k: score(tried[k]))
+    if refine:
+        at(best - 0.5)
+        at(best + 0.5)
+        best = min(tried, key=lambda k: score(tried[k]))
+    return tried[best], sorted(centre * 10.0**k for k in tried)
+
+
+def test_tune_makes_the_choices_of_the_tuner_it_replaced():
+    import random
+
+    rng = random.Random(0)
+    for trial in range(300):
+        decades = tuple(sorted(rng.sample(range(-3, 4), rng.randint(2, 5))))
+        optimum = rng.uniform(-8, 2)
+        values = {}
+
+        def run_at(lr, calls):
+            calls.append(lr)
+            key = round(math.log10(lr), 6)
+            if key not in values:  # a noisy landscape with ties: rounded to half decades
+                values[key] = round(2 * abs(key - optimum + rng.uniform(-1, 1))) / 2
+            return {"lr": lr, "score": values[key]}
+
+        for refine in (False, True):
+            ours_calls, ref_calls = [], []
+            name = rng.choice(exp_mod.OPTIMIZERS)
+            ours = exp_mod.tune(lambda lr: run_at(lr, ours_calls), name, decades, lambda r: r["score"], refine)
+            ref = _reference_tune(lambda lr: run_at(lr, ref_calls), name, decades, lambda r: r["score"], refine)
+            assert ours_calls == ref_calls and ours == ref

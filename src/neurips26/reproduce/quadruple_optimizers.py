@@ -26,7 +26,7 @@ import torch
 from neurips26.optim import (quadruple_adam, quadruple_adamw, quadruple_aligned, quadruple_lion, quadruple_muon,
                              quadruple_sgd, quadruple_shampoo, quadruple_spectral, quadruple_tracking)
 
-from ._common import STDLIB_MODULES, finite_or_minus_one, stdlib_text
+from ._common import STDLIB_MODULES, finite_or_minus_one, pyplot, stdlib_text, tune_on_grid
 from ._harness import RunContext
 
 NEW = ("spectral", "tracking", "aligned")
@@ -232,30 +232,20 @@ def run_lm(data, name: str, lr: float, steps: int, seed: int, context: int, widt
 # --- tuning ----------------------------------------------------------------------------------
 
 def tune(run_at, name: str, decades, score, refine: bool):
-    """Try lr = centre · 10^k over ``decades``; extend past an edge when the best lies on it;
-    with ``refine``, also try the half decades beside the best. ``score`` is minimized."""
+    """Try lr = centre · 10^k over ``decades``; extend past an edge when the best lies on it
+    (:func:`~neurips26.reproduce._common.tune_on_grid`, up to three decades); with
+    ``refine``, also try the half decades beside the best. ``score`` is minimized. Returns
+    the best run and the sorted learning rates tried."""
     centre = LR_CENTRE[name]
-    tried = {}
 
     def at(k):
-        if k not in tried:
-            tried[k] = run_at(centre * 10.0**k)
-        return tried[k]
+        return run_at(centre * 10.0**k)
 
-    for k in decades:
-        at(float(k))
-    for _ in range(3):
-        best = min(tried, key=lambda k: score(tried[k]))
-        if best == min(tried):
-            at(best - 1.0)
-        elif best == max(tried):
-            at(best + 1.0)
-        else:
-            break
-    best = min(tried, key=lambda k: score(tried[k]))
+    best, tried = tune_on_grid(at, [float(k) for k in decades], lambda k, direction: k + direction, score=score)
     if refine:
-        at(best - 0.5)
-        at(best + 0.5)
+        for k in (best - 0.5, best + 0.5):
+            if k not in tried:
+                tried[k] = at(k)
         best = min(tried, key=lambda k: score(tried[k]))
     return tried[best], sorted(centre * 10.0**k for k in tried)
 
@@ -338,25 +328,26 @@ def _log_linear_rate(values) -> tuple[float, float]:
 
 
 def run(ctx: RunContext) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     cfg = SIZES[ctx.quick]
     seeds = [ctx.seed + s for s in cfg["seeds"]]
     ctx.config.update(optimizers=list(OPTIMIZERS), lr_centre=LR_CENTRE, lr_decades=list(cfg["decades"]),
                       tracking_gain=TRACKING_GAIN, seeds=seeds,
                       steps={k: cfg[k] for k in ("quad_steps", "rosen_steps", "digits_steps", "lm_steps")},
                       lm_modules=list(STDLIB_MODULES))
+    raw = _run(ctx, cfg, seeds)
+    summary = summarize(raw)
+    for name, value in summary.items():  # the metrics, in results.json's order
+        ctx.metric(name, value)
+    claims(ctx, raw, summary)
+    tables(ctx, raw, summary, cfg)
+    plots(ctx, raw)
 
+
+def _run(ctx: RunContext, cfg, seeds: list[int]) -> dict:
+    """Every run, in order: the classical quadruples against their references, then each
+    optimizer tuned on (a) the quadratic and Rosenbrock, (b) digits, (c) the language model.
+    Returns the deviations, the tuned runs per task and optimizer, and the grids tried."""
     devs = max_rel_dev_vs_references(cfg["dev_steps"])
-    ctx.metric("max_rel_dev_vs_torch", devs)
-    ctx.table(f"Classical quadruples against their references ({cfg['dev_steps']} float64 steps, max relative deviation)",
-              ["optimizer", "reference", "max rel. deviation"],
-              [(k, "lion-pytorch" if k == "lion" else f"torch.optim.{ {'sgd': 'SGD', 'adam': 'Adam', 'adamw': 'AdamW', 'muon': 'Muon'}[k]}", v)
-               for k, v in devs.items()])
-
     results: dict[str, dict[str, dict]] = {}
     lr_grids: dict[str, dict[str, list]] = {}
 
@@ -384,10 +375,28 @@ def run(ctx: RunContext) -> None:
                         test_std=float(np.std([r["test"] for r in runs])))
             results.setdefault(task, {})[name] = best
             lr_grids.setdefault(task, {})[name] = grid
-    ctx.metric("tuned_lr", {t: {n: r["lr"] for n, r in d.items()} for t, d in results.items()})
-    ctx.metric("lr_grid", lr_grids)
+    return {"devs": devs, "results": results, "lr_grids": lr_grids}
 
-    # steps to a target: 10⁻⁶ of the start for (a); AdamW's final training loss for (b), (c)
+
+def _theory(r) -> dict:
+    """The NAIM diagnostics of one tuned run on the quadratic: the fast state's worst
+    contraction ratio, the Lyapunov function's per-step rate and how often it decreased up
+    to the drift term."""
+    dist, drift, lyap = r["distance"], r["drift"], r["lyapunov"]
+    ratios = [dist[t] / (dist[t - 1] + drift[t]) for t in range(1, len(dist)) if dist[t - 1] + drift[t] > 1e-12]
+    paid = [lyap[t + 1] - lyap[t] <= r["lr"] * drift[t + 1] ** 2 + 1e-12 * abs(lyap[t]) for t in range(len(lyap) - 1)]
+    rate, r2 = _log_linear_rate(lyap[len(lyap) // 2:])
+    return {"max_contraction_ratio": max(ratios) if ratios else 0.0, "lyapunov_rate": rate, "rate_r2": r2,
+            "lyapunov_decrease_fraction": float(np.mean(paid)) if paid else 0.0,
+            "lyapunov_final_over_initial": lyap[-1] / lyap[0] if lyap and lyap[0] > 0 else -1.0,
+            "final_distance": dist[-1] if dist else -1.0}
+
+
+def summarize(raw) -> dict:
+    """The metrics: the deviations from the references, the tuned learning rates and the
+    grids tried, steps to a target (10⁻⁶ of the start for (a); AdamW's final training loss
+    for (b), (c)), the per-task figures, and the theory's predictions on the quadratic."""
+    results = raw["results"]
     targets = {"quadratic": 1e-6 * results["quadratic"]["adamw"]["gap"][0], "rosenbrock": 1e-6}
     for task in ("digits", "lm"):
         curve = results[task]["adamw"]["losses"]
@@ -396,9 +405,6 @@ def run(ctx: RunContext) -> None:
     for task, d in results.items():
         key = "gap" if task in ("quadratic", "rosenbrock") else "losses"
         steps_to_target[task] = {n: steps_to(r[key], targets[task]) for n, r in d.items()}
-    ctx.metric("steps_to_target", steps_to_target)
-    ctx.metric("targets", targets)
-
     per_task = {
         "quadratic": {n: {"final_gap": finite_or_minus_one(r["final"])} for n, r in results["quadratic"].items()},
         "rosenbrock": {n: {"final_gap": finite_or_minus_one(r["final"])} for n, r in results["rosenbrock"].items()},
@@ -408,34 +414,14 @@ def run(ctx: RunContext) -> None:
                    if math.isfinite(r["test_std"]) else -1.0, "val_perplexity": finite_or_minus_one(r["val"])}
                for n, r in results["lm"].items()},
     }
-    ctx.metric("per_task", per_task)
-    fmt_steps = lambda s: "not reached" if s < 0 else s  # noqa: E731
-    ctx.table("Results (tuned learning rate per optimizer and task)",
-              ["optimizer", "quadratic f−f*", "steps", "Rosenbrock f−f*", "steps", "digits test acc.", "steps",
-               "LM test ppl.", "steps"],
-              [(n, results["quadratic"][n]["final"], fmt_steps(steps_to_target["quadratic"][n]),
-                results["rosenbrock"][n]["final"], fmt_steps(steps_to_target["rosenbrock"][n]),
-                results["digits"][n]["test_mean"], fmt_steps(steps_to_target["digits"][n]),
-                results["lm"][n]["test_mean"], fmt_steps(steps_to_target["lm"][n])) for n in OPTIMIZERS])
+    return {"max_rel_dev_vs_torch": raw["devs"],
+            "tuned_lr": {t: {n: r["lr"] for n, r in d.items()} for t, d in results.items()},
+            "lr_grid": raw["lr_grids"], "steps_to_target": steps_to_target, "targets": targets, "per_task": per_task,
+            "theory_quadratic": {n: _theory(r) for n, r in results["quadratic"].items()}}
 
-    # --- the theory's predictions, on the quadratic (where it applies) --------------------
-    theory = {}
-    for n, r in results["quadratic"].items():
-        dist, drift, lyap = r["distance"], r["drift"], r["lyapunov"]
-        ratios = [dist[t] / (dist[t - 1] + drift[t]) for t in range(1, len(dist)) if dist[t - 1] + drift[t] > 1e-12]
-        paid = [lyap[t + 1] - lyap[t] <= r["lr"] * drift[t + 1] ** 2 + 1e-12 * abs(lyap[t]) for t in range(len(lyap) - 1)]
-        rate, r2 = _log_linear_rate(lyap[len(lyap) // 2:])
-        theory[n] = {"max_contraction_ratio": max(ratios) if ratios else 0.0, "lyapunov_rate": rate, "rate_r2": r2,
-                     "lyapunov_decrease_fraction": float(np.mean(paid)) if paid else 0.0,
-                     "lyapunov_final_over_initial": lyap[-1] / lyap[0] if lyap and lyap[0] > 0 else -1.0,
-                     "final_distance": dist[-1] if dist else -1.0}
-    ctx.metric("theory_quadratic", theory)
-    ctx.table("NAIM diagnostics on the quadratic (tuned runs)",
-              ["optimizer", "max δ_t/(δ_{t−1}+Δ_t)", "steps with V_{t+1} − V_t ≤ ηΔ²", "V_T / V_0",
-               "rate ρ of V (2nd half)", "R²", "final δ"],
-              [(n, t["max_contraction_ratio"], t["lyapunov_decrease_fraction"], t["lyapunov_final_over_initial"],
-                t["lyapunov_rate"], t["rate_r2"], t["final_distance"]) for n, t in theory.items()])
 
+def claims(ctx: RunContext, raw, summary) -> None:
+    results, theory = raw["results"], summary["theory_quadratic"]
     tr = theory["tracking"]
     ctx.claim(f"tracking instance: the fast state contracts at the proven rate, max δ_t/(δ_(t−1)+Δ_t) ≤ 1 − α = "
               f"{1 - TRACKING_GAIN:g} (baseline: AdamW's ratio)", tr["max_contraction_ratio"],
@@ -457,7 +443,31 @@ def run(ctx: RunContext) -> None:
               results["lm"][best_lm]["test_mean"], results["lm"]["adamw"]["test_mean"],
               results["lm"][best_lm]["test_mean"] <= results["lm"]["adamw"]["test_mean"])
 
-    # --- figures ---------------------------------------------------------------------------
+
+def tables(ctx: RunContext, raw, summary, cfg) -> None:
+    references = {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW", "muon": "Muon"}
+    ctx.table(f"Classical quadruples against their references ({cfg['dev_steps']} float64 steps, max relative deviation)",
+              ["optimizer", "reference", "max rel. deviation"],
+              [(k, "lion-pytorch" if k == "lion" else f"torch.optim.{references[k]}", v) for k, v in raw["devs"].items()])
+    results, steps_to_target = raw["results"], summary["steps_to_target"]
+    fmt_steps = lambda s: "not reached" if s < 0 else s  # noqa: E731
+    ctx.table("Results (tuned learning rate per optimizer and task)",
+              ["optimizer", "quadratic f−f*", "steps", "Rosenbrock f−f*", "steps", "digits test acc.", "steps",
+               "LM test ppl.", "steps"],
+              [(n, results["quadratic"][n]["final"], fmt_steps(steps_to_target["quadratic"][n]),
+                results["rosenbrock"][n]["final"], fmt_steps(steps_to_target["rosenbrock"][n]),
+                results["digits"][n]["test_mean"], fmt_steps(steps_to_target["digits"][n]),
+                results["lm"][n]["test_mean"], fmt_steps(steps_to_target["lm"][n])) for n in OPTIMIZERS])
+    ctx.table("NAIM diagnostics on the quadratic (tuned runs)",
+              ["optimizer", "max δ_t/(δ_{t−1}+Δ_t)", "steps with V_{t+1} − V_t ≤ ηΔ²", "V_T / V_0",
+               "rate ρ of V (2nd half)", "R²", "final δ"],
+              [(n, t["max_contraction_ratio"], t["lyapunov_decrease_fraction"], t["lyapunov_final_over_initial"],
+                t["lyapunov_rate"], t["rate_r2"], t["final_distance"]) for n, t in summary["theory_quadratic"].items()])
+
+
+def plots(ctx: RunContext, raw) -> None:
+    plt = pyplot()
+    results = raw["results"]
     colors = dict(zip(OPTIMIZERS, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
     style = lambda n: dict(color=colors[n], lw=2.0 if n in NEW else 1.2, ls="-" if n in NEW else "--")  # noqa: E731
     fig, axes = plt.subplots(1, 4, figsize=(19, 4))
