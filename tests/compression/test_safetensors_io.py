@@ -149,3 +149,24 @@ def test_pome_checkpoint_errors_before_any_output(tmp_path):
     assert not (tmp_path / "out.safetensors").exists()
     with pytest.raises(ValueError, match="overwrite input"):
         pome_checkpoint(tmp_path / "pre.safetensors", tmp_path / "ft.safetensors", tmp_path / "ft.safetensors")
+
+
+def test_pome_checkpoint_takes_apply_pomes_options_and_checks_them_first(tmp_path):
+    from neurips26.compression import apply_pome
+
+    pre = {f"l{i}.up_proj.weight": torch.randn(8, 6, generator=torch.Generator().manual_seed(i)) for i in range(2)}
+    ft = {k: v + 0.1 * torch.randn(v.shape, generator=torch.Generator().manual_seed(9)) for k, v in pre.items()}
+    save_file(pre, tmp_path / "pre.safetensors")
+    save_file(ft, tmp_path / "ft.safetensors")
+    options = dict(rank=3, scale="spectral", gain=1.5, svd_method="full")
+    pome_checkpoint(tmp_path / "pre.safetensors", tmp_path / "ft.safetensors", tmp_path / "out.safetensors", **options)
+    expected = apply_pome(pre, ft, **options)
+    out = load_file(tmp_path / "out.safetensors")
+    assert all(torch.equal(out[k], expected[k]) for k in pre)
+    # bad options fail before any file is read: the inputs need not even exist
+    with pytest.raises(TypeError, match=r"unknown POME option\(s\) \['rank_ration'\]"):
+        pome_checkpoint(tmp_path / "none", tmp_path / "none2", tmp_path / "o.safetensors", rank_ration=0.3)
+    for bad, match in ((dict(gain=-1.0), "gain"), (dict(rank_ratio=0.0), "rank_ratio"), (dict(rank=0), "rank"),
+                       (dict(scale="nuclear"), "scale"), (dict(svd_method="qr"), "svd_method")):
+        with pytest.raises(ValueError, match=match):
+            pome_checkpoint(tmp_path / "none", tmp_path / "none2", tmp_path / "o.safetensors", **bad)

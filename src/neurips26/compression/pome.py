@@ -16,7 +16,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Literal, Mapping, Sequence, Union
+from typing import Callable, Literal, Mapping, Sequence, TypedDict, Union
 
 import torch
 
@@ -26,6 +26,8 @@ __all__ = [
     "DEFAULT_TARGETS",
     "Targets",
     "resolve_rank",
+    "PomeOptions",
+    "check_pome_options",
     "pome_delta",
     "match_targets",
     "apply_pome",
@@ -45,6 +47,38 @@ DEFAULT_TARGETS: tuple[str, ...] = (
 
 Targets = Union[str, "re.Pattern[str]", Sequence[Union[str, "re.Pattern[str]"]], Callable[[str], bool]]
 Scale = Union[Literal["fro", "spectral"], float]
+
+
+class PomeOptions(TypedDict, total=False):
+    """The options of a POME edit, each documented at :func:`pome_delta` (defaults there):
+    what :func:`apply_pome` takes by name and ``pome_checkpoint`` forwards."""
+
+    rank: int | None
+    rank_ratio: float | None
+    scale: Scale
+    gain: float
+    svd_method: Literal["auto", "full", "randomized"]
+
+
+def check_pome_options(options: Mapping[str, object]) -> dict:
+    """Validate POME options (a :class:`PomeOptions` mapping; absent keys take
+    :func:`pome_delta`'s defaults) before any work: a TypeError for an unknown name, a
+    ValueError for a bad value. Returns them as a dict."""
+    unknown = sorted(set(options) - set(PomeOptions.__annotations__))
+    if unknown:
+        raise TypeError(f"unknown POME option(s) {unknown}; accepted: {list(PomeOptions.__annotations__)}")
+    scale, gain = options.get("scale", "fro"), options.get("gain", 1.0)
+    if not isinstance(scale, (int, float)) and scale not in ("fro", "spectral"):
+        raise ValueError(f"scale must be 'fro', 'spectral' or a float, got {scale!r}")
+    if isinstance(scale, (int, float)) and not float(scale) >= 0.0:
+        raise ValueError(f"a float scale must be >= 0, got {scale!r}")
+    if not float(gain) >= 0.0:
+        raise ValueError(f"gain must be >= 0, got {gain!r}")
+    svd_method = options.get("svd_method", "auto")
+    if svd_method not in ("auto", "full", "randomized"):
+        raise ValueError(f"svd_method must be 'auto', 'full' or 'randomized', got {svd_method!r}")
+    resolve_rank((1, 1), options.get("rank"), options.get("rank_ratio", 0.5))  # the same errors for any shape
+    return dict(options)
 
 
 def resolve_rank(shape: Sequence[int], rank: int | None, rank_ratio: float | None) -> int:
@@ -98,12 +132,7 @@ def pome_delta(
         raise ValueError(f"delta must be a matrix (..., m, n), got shape {tuple(delta.shape)}")
     if not torch.isfinite(delta).all():
         raise ValueError("delta contains NaN or Inf; the two checkpoints must be finite")
-    if not isinstance(scale, (int, float)) and scale not in ("fro", "spectral"):
-        raise ValueError(f"scale must be 'fro', 'spectral' or a float, got {scale!r}")
-    if isinstance(scale, (int, float)) and not float(scale) >= 0.0:
-        raise ValueError(f"a float scale must be >= 0, got {scale!r}")
-    if not float(gain) >= 0.0:
-        raise ValueError(f"gain must be >= 0, got {gain!r}")
+    check_pome_options(dict(rank=rank, rank_ratio=rank_ratio, scale=scale, gain=gain, svd_method=svd_method))
     k = resolve_rank(delta.shape, rank, rank_ratio)
     work = delta if delta.dtype in (torch.float32, torch.float64) else delta.float()
     u, s, vh = truncated_svd(work, k, method=svd_method)
@@ -206,9 +235,9 @@ def apply_pome(
     Returns:
         The edited state dict, or ``(state_dict, PomeReport)`` if ``return_report``.
     """
+    kwargs = check_pome_options(dict(rank=rank, rank_ratio=rank_ratio, scale=scale, gain=gain, svd_method=svd_method))
     check_same_keys(pretrained.keys(), finetuned.keys())
     selected = match_targets(targets)
-    kwargs = dict(rank=rank, rank_ratio=rank_ratio, scale=scale, gain=gain, svd_method=svd_method)
     out: dict[str, torch.Tensor] = {}
     report = PomeReport()
     for name, ft in finetuned.items():

@@ -5,14 +5,15 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Callable, Unpack
 
 from .._atomic import atomic_directory, atomic_open
 from .pome import (
     DEFAULT_TARGETS,
+    PomeOptions,
     PomeReport,
-    Scale,
     Targets,
+    check_pome_options,
     check_same_keys,
     edit_tensor,
     match_targets,
@@ -63,13 +64,9 @@ def pome_checkpoint(
     out: str | os.PathLike,
     targets: Targets = DEFAULT_TARGETS,
     *,
-    rank: int | None = None,
-    rank_ratio: float | None = 0.5,
-    scale: Scale = "fro",
-    gain: float = 1.0,
-    svd_method: Literal["auto", "full", "randomized"] = "auto",
     overwrite: bool = False,
     callback: Callback | None = None,
+    **options: Unpack[PomeOptions],
 ) -> PomeReport:
     """Apply POME to two checkpoints on disk and write the edited one to ``out``.
 
@@ -80,8 +77,11 @@ def pome_checkpoint(
     are. Only one tensor pair is in memory at a time. Tensors not edited are copied
     byte for byte. The output appears only once it is complete (written to a
     temporary sibling, then renamed). ``callback(name, nbytes, edited)`` is called
-    after each tensor.
+    after each tensor. ``options`` are :func:`~neurips26.compression.apply_pome`'s
+    (``rank``, ``rank_ratio``, ``scale``, ``gain``, ``svd_method``; :class:`PomeOptions`),
+    checked before any file is opened.
     """
+    kwargs = check_pome_options(options)
     out = Path(out)
     for src in (pretrained, finetuned):
         if out.resolve() == Path(src).resolve():
@@ -89,7 +89,6 @@ def pome_checkpoint(
     if out.exists() and not overwrite:
         raise FileExistsError(f"output {out} exists; pass overwrite=True (CLI: --overwrite) to replace it")
     selected = match_targets(targets)
-    kwargs = dict(rank=rank, rank_ratio=rank_ratio, scale=scale, gain=gain, svd_method=svd_method)
     report = PomeReport()
     with CheckpointLayout(pretrained) as pre, CheckpointLayout(finetuned) as ft:
         check_same_keys(pre.where, ft.where)

@@ -24,7 +24,7 @@ import torch
 
 from ..compression import DEFAULT_TARGETS, apply_pome, match_targets
 from ..linalg import truncated_svd
-from ._common import BOS, EOS, QA, CharTokenizer, exact_match, pad_batch, qa_tensors, split_unique, train_lm
+from ._common import BOS, EOS, QA, CharTokenizer, exact_match, pad_batch, pyplot, qa_tensors, split_unique, train_lm
 from ._harness import RunContext
 
 NAMES = ["tom", "ann", "sam", "mia", "leo", "eva", "max", "ivy", "ben", "zoe", "joe", "kim"]
@@ -119,6 +119,9 @@ def _dare(delta: torch.Tensor, density: float, gen_seed: int) -> torch.Tensor:
         return random_pruning(delta, density=density, rescale=True)
 
 
+METHODS = ("finetuned", "pome", "truncated", "dare", "extrapolate", "pome_all_linear")
+
+
 def run(ctx: RunContext) -> None:
     size = SIZES[ctx.quick]
     ctx.config.update(size)
@@ -127,6 +130,18 @@ def run(ctx: RunContext) -> None:
         trunc_rank_ratios=list(TRUNC_RANK_RATIOS), dare_densities=list(DARE_DENSITIES),
         extrapolate_factors=list(EXTRAPOLATE_FACTORS), pome_scale="fro",
     )
+    raw = _run(ctx, size)
+    summary = summarize(raw)
+    metrics(ctx, raw, summary)
+    claims(ctx, summary)
+    tables(ctx, raw, summary, size)
+    plots(ctx, raw, summary)
+
+
+def _run(ctx: RunContext, size: dict) -> dict:
+    """Data, one pretraining, then per fine-tuning seed the fine-tuned model and every
+    post-hoc edit with its hyper-parameter chosen on validation. Returns test accuracies
+    per method and seed, the choices, POME's validation grid and the loss curves."""
     tok = CharTokenizer()
     rng = random.Random(ctx.seed)
     problems = [_problem(rng) for _ in range(6 * (size["n_train"] + size["n_val"] + size["n_test"]))]
@@ -149,88 +164,112 @@ def run(ctx: RunContext) -> None:
     pre_state = {k: v.detach().clone() for k, v in base.state_dict().items()}
     acc_pretrained = exact_match(base, *test_t)
 
-    methods = ["finetuned", "pome", "truncated", "dare", "extrapolate", "pome_all_linear"]
-    test_acc = {m: [] for m in methods}
-    chosen = {m: [] for m in methods[1:]}
+    data = {"train": (train_ids, train_labels), "val": val_t, "test": test_t}
+    test_acc = {m: [] for m in METHODS}
+    chosen = {m: [] for m in METHODS[1:]}
     pome_grid = np.zeros((len(POME_RANK_RATIOS), len(POME_GAINS)))
     ft_curves = []
     for s in range(size["seeds"]):
-        seed = ctx.seed * 1000 + s
-        model = copy.deepcopy(base)
-        torch.manual_seed(seed)
-        g = torch.Generator().manual_seed(seed)
-
-        def ft_batch(step: int):
-            idx = torch.randint(0, len(train_ids), (size["batch"],), generator=g)
-            return train_ids[idx], train_labels[idx]
-
-        ft_curves.append(train_lm(model, ft_batch, size["finetune_steps"], lr=2e-3, track=ctx.track,
-                                  description=f"fine-tune seed {s + 1}/{size['seeds']}"))
-        ft_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-
-        def score(state: dict, split) -> float:
-            model.load_state_dict(state)
-            return exact_match(model, *split)
-
-        test_acc["finetuned"].append(score(ft_state, test_t))
-
-        def select(candidates: dict) -> tuple[object, float, dict]:
-            """The candidate with the best validation accuracy (first one on ties), its test
-            accuracy, and every candidate's validation accuracy."""
-            val_scores = {c: score(st(), val_t) for c, st in candidates.items()}
-            best = max(val_scores, key=val_scores.get)
-            return best, score(candidates[best](), test_t), val_scores
-
-        def pome_grid_candidates(targets) -> dict:
-            return {
-                (r, gn): (lambda r=r, gn=gn: apply_pome(pre_state, ft_state, targets=targets, rank_ratio=r, gain=gn,
-                                                        scale="fro"))
-                for r in POME_RANK_RATIOS for gn in POME_GAINS
-            }
-
-        best, acc, vals = select(pome_grid_candidates(DEFAULT_TARGETS))
+        out = _finetune_and_edit(ctx, size, base, pre_state, data, s)
+        ft_curves.append(out["curve"])
+        for m in METHODS:
+            test_acc[m].append(out["test"][m])
+            if m in chosen:
+                chosen[m].append(out["chosen"][m])
         for (i, r) in enumerate(POME_RANK_RATIOS):
             for (j, gn) in enumerate(POME_GAINS):
-                pome_grid[i, j] += vals[(r, gn)] / size["seeds"]
-        test_acc["pome"].append(acc)
-        chosen["pome"].append(list(best))
+                pome_grid[i, j] += out["pome_val"][(r, gn)] / size["seeds"]
+    return {"test_acc": test_acc, "chosen": chosen, "pome_grid": pome_grid, "ft_curves": ft_curves,
+            "pre_losses": pre_losses, "acc_pretrained": acc_pretrained, "n_params": n_params,
+            "split_sizes": (len(train), len(val), len(test))}
 
-        # Not the paper's default: every linear layer of attention and MLP, same grid.
-        best, acc, _ = select(pome_grid_candidates(ALL_LINEAR))
-        test_acc["pome_all_linear"].append(acc)
-        chosen["pome_all_linear"].append(list(best))
 
-        best, acc, _ = select({r: (lambda r=r: _edited(pre_state, ft_state, lambda k, d: _truncate(d, r))) for r in TRUNC_RANK_RATIOS})
-        test_acc["truncated"].append(acc)
-        chosen["truncated"].append(best)
+def _finetune_and_edit(ctx: RunContext, size: dict, base, pre_state: dict, data: dict, s: int) -> dict:
+    """Fine-tuning seed ``s``: fine-tune a copy of ``base``, then edit its delta with every
+    method, each hyper-parameter chosen on validation. Returns the loss curve, each
+    method's test accuracy and choice, and POME's validation accuracy over its grid."""
+    train_ids, train_labels = data["train"]
+    val_t, test_t = data["val"], data["test"]
+    seed = ctx.seed * 1000 + s
+    model = copy.deepcopy(base)
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
 
-        best, acc, _ = select({
-            p: (lambda p=p: _edited(pre_state, ft_state, lambda k, d: _dare(d, p, seed + zlib.crc32(k.encode()) % 997)))
-            for p in DARE_DENSITIES
-        })
-        test_acc["dare"].append(acc)
-        chosen["dare"].append(best)
+    def ft_batch(step: int):
+        idx = torch.randint(0, len(train_ids), (size["batch"],), generator=generator)
+        return train_ids[idx], train_labels[idx]
 
-        best, acc, _ = select({t: (lambda t=t: _edited(pre_state, ft_state, lambda k, d: t * d)) for t in EXTRAPOLATE_FACTORS})
-        test_acc["extrapolate"].append(acc)
-        chosen["extrapolate"].append(best)
+    curve = train_lm(model, ft_batch, size["finetune_steps"], lr=2e-3, track=ctx.track,
+                     description=f"fine-tune seed {s + 1}/{size['seeds']}")
+    ft_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
 
-    means = {m: float(np.mean(v)) for m, v in test_acc.items()}
-    stds = {m: float(np.std(v)) for m, v in test_acc.items()}
-    for m in methods:
+    def score(state: dict, split) -> float:
+        model.load_state_dict(state)
+        return exact_match(model, *split)
+
+    test = {"finetuned": score(ft_state, test_t)}
+    chosen = {}
+
+    def select(candidates: dict) -> tuple[object, float, dict]:
+        """The candidate with the best validation accuracy (first one on ties), its test
+        accuracy, and every candidate's validation accuracy."""
+        val_scores = {c: score(st(), val_t) for c, st in candidates.items()}
+        best = max(val_scores, key=val_scores.get)
+        return best, score(candidates[best](), test_t), val_scores
+
+    def pome_grid_candidates(targets) -> dict:
+        return {
+            (r, gn): (lambda r=r, gn=gn: apply_pome(pre_state, ft_state, targets=targets, rank_ratio=r, gain=gn,
+                                                    scale="fro"))
+            for r in POME_RANK_RATIOS for gn in POME_GAINS
+        }
+
+    best, test["pome"], pome_val = select(pome_grid_candidates(DEFAULT_TARGETS))
+    chosen["pome"] = list(best)
+
+    # Not the paper's default: every linear layer of attention and MLP, same grid.
+    best, test["pome_all_linear"], _ = select(pome_grid_candidates(ALL_LINEAR))
+    chosen["pome_all_linear"] = list(best)
+
+    chosen["truncated"], test["truncated"], _ = select(
+        {r: (lambda r=r: _edited(pre_state, ft_state, lambda k, d: _truncate(d, r))) for r in TRUNC_RANK_RATIOS})
+
+    chosen["dare"], test["dare"], _ = select({
+        p: (lambda p=p: _edited(pre_state, ft_state, lambda k, d: _dare(d, p, seed + zlib.crc32(k.encode()) % 997)))
+        for p in DARE_DENSITIES
+    })
+
+    chosen["extrapolate"], test["extrapolate"], _ = select(
+        {t: (lambda t=t: _edited(pre_state, ft_state, lambda k, d: t * d)) for t in EXTRAPOLATE_FACTORS})
+    return {"curve": curve, "test": test, "chosen": chosen, "pome_val": pome_val}
+
+
+def summarize(raw) -> dict:
+    """Mean and standard deviation over seeds of every method's test accuracy."""
+    test_acc = raw["test_acc"]
+    return {"means": {m: float(np.mean(v)) for m, v in test_acc.items()},
+            "stds": {m: float(np.std(v)) for m, v in test_acc.items()}}
+
+
+def metrics(ctx: RunContext, raw, summary) -> None:
+    test_acc, means, stds = raw["test_acc"], summary["means"], summary["stds"]
+    for m in METHODS:
         ctx.metric(f"acc_{m}", means[m])
         ctx.metric(f"acc_{m}_std", stds[m])
         ctx.metric(f"acc_{m}_per_seed", test_acc[m])
     paired = [p - f for p, f in zip(test_acc["pome"], test_acc["finetuned"])]
     ctx.metric("pome_minus_finetuned_per_seed", paired)
-    ctx.metric("acc_pretrained", acc_pretrained)
+    ctx.metric("acc_pretrained", raw["acc_pretrained"])
     ctx.metric("pome_gain_points", 100 * (means["pome"] - means["finetuned"]))
-    ctx.metric("chosen", {m: v for m, v in chosen.items()})
-    ctx.metric("n_params", n_params)
-    ctx.metric("pretrain_final_loss", float(np.mean(pre_losses[-20:])))
-    ctx.metric("finetune_final_loss", float(np.mean([np.mean(c[-20:]) for c in ft_curves])))
-    ctx.metric("pome_val_grid", pome_grid.tolist())
+    ctx.metric("chosen", {m: v for m, v in raw["chosen"].items()})
+    ctx.metric("n_params", raw["n_params"])
+    ctx.metric("pretrain_final_loss", float(np.mean(raw["pre_losses"][-20:])))
+    ctx.metric("finetune_final_loss", float(np.mean([np.mean(c[-20:]) for c in raw["ft_curves"]])))
+    ctx.metric("pome_val_grid", raw["pome_grid"].tolist())
 
+
+def claims(ctx: RunContext, summary) -> None:
+    means = summary["means"]
     ctx.claim(
         "POME improves exact-match test accuracy over the fine-tuned model (paper: +2.5 points on GSM8K)",
         ours=means["pome"], baseline=means["finetuned"], holds=means["pome"] > means["finetuned"],
@@ -241,27 +280,30 @@ def run(ctx: RunContext) -> None:
         ours=means["pome"], baseline=means[best_base], holds=means["pome"] > means[best_base],
     )
 
+
+def tables(ctx: RunContext, raw, summary, size) -> None:
+    means, stds, chosen = summary["means"], summary["stds"], raw["chosen"]
+    n_train, n_val, n_test = raw["split_sizes"]
     ctx.text(
-        f"Tiny Llama ({n_params / 1e6:.2f} M parameters, {size['layers']} layers), pretrained "
+        f"Tiny Llama ({raw['n_params'] / 1e6:.2f} M parameters, {size['layers']} layers), pretrained "
         f"{size['pretrain_steps']} steps on procedural text, fine-tuned {size['finetune_steps']} steps on "
-        f"{len(train)} word problems, {size['seeds']} fine-tuning seeds. Exact match on {len(test)} held-out "
-        f"problems; every method's hyper-parameter chosen on {len(val)} validation problems. Edits touch the "
+        f"{n_train} word problems, {size['seeds']} fine-tuning seeds. Exact match on {n_test} held-out "
+        f"problems; every method's hyper-parameter chosen on {n_val} validation problems. Edits touch the "
         "FFN up-projections only (the paper's default), for every method except `pome_all_linear`, which "
         "applies POME to every attention and MLP projection."
     )
     ctx.table(
         "Test exact-match accuracy (mean ± std over seeds)",
         ["method", "accuracy", "std", "chosen on validation (per seed)"],
-        [(m, means[m], stds[m], chosen.get(m, "-")) for m in methods] + [("pretrained (no fine-tuning)", acc_pretrained, 0.0, "-")],
+        [(m, means[m], stds[m], chosen.get(m, "-")) for m in METHODS]
+        + [("pretrained (no fine-tuning)", raw["acc_pretrained"], 0.0, "-")],
     )
-    _figures(ctx, methods, means, stds, pome_grid, ft_curves, pre_losses)
 
 
-def _figures(ctx, methods, means, stds, grid, ft_curves, pre_losses) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def plots(ctx: RunContext, raw, summary) -> None:
+    plt = pyplot()
+    methods, means, stds = list(METHODS), summary["means"], summary["stds"]
+    grid, ft_curves, pre_losses = raw["pome_grid"], raw["ft_curves"], raw["pre_losses"]
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.bar(methods, [100 * means[m] for m in methods], yerr=[100 * stds[m] for m in methods], capsize=4,
@@ -290,9 +332,7 @@ def _figures(ctx, methods, means, stds, grid, ft_curves, pre_losses) -> None:
     ax.plot(pre_losses, label="pretrain", color="#888")
     for i, c in enumerate(ft_curves):
         ax.plot(range(len(pre_losses), len(pre_losses) + len(c)), c, label=f"fine-tune seed {i + 1}", lw=0.8)
-    ax.set_xlabel("step")
-    ax.set_ylabel("loss")
-    ax.set_yscale("log")
+    ax.set(xlabel="step", ylabel="loss", yscale="log")
     ax.legend(fontsize=7)
     ctx.figure(fig, "loss", "Training loss: pretraining, then answer-only fine-tuning.")
     plt.close(fig)
