@@ -238,25 +238,21 @@ def run_arch(arch, cfg, seed, track) -> dict:
     return out
 
 
+VARIANTS = ("bf16", "rtn", "gptq", "uniform", "loadaware", "qat", "qat_replay")
+
+
 def run(ctx: RunContext) -> None:
-    plt = pyplot()
     cfg = SIZES[ctx.quick]
     ctx.config.update({k: v for k, v in cfg.items() if k != "fractions"}, fractions=list(cfg["fractions"]),
                       mxfp4="FLOOR scales, blocks of 32", text="standard-library docstrings (bytes)")
     results = {arch: run_arch(arch, cfg, ctx.seed, ctx.track) for arch in cfg["archs"]}
     ctx.metric("per_arch", results)
-    keys = ("bf16", "rtn", "gptq", "uniform", "loadaware", "qat", "qat_replay")
-    ctx.table("Held-out perplexity and routing agreement with the reference (Jaccard / exact top-k set)",
-              ["architecture", "variant", "perplexity", "Jaccard", "exact set"],
-              [(a, k, r[f"ppl_{k}"], r.get(f"agree_{k}", {"jaccard": 1.0})["jaccard"],
-                r.get(f"agree_{k}", {"exact": 1.0})["exact"]) for a, r in results.items() for k in keys])
-    ctx.table("Replay fraction sweep (share of QAT steps with BF16 routes replayed)",
-              ["architecture", "fraction", "perplexity", "Jaccard", "exact set"],
-              [(a, f, v["ppl"], v["jaccard"], v["exact"]) for a, r in results.items() for f, v in r["replay_sweep"].items()])
-    ctx.table("Router-margin bound on the MXFP4 (RTN) model: tokens it cannot certify vs tokens whose top-k changed",
-              ["architecture", "block", "predicted flip (bound)", "measured flip", "margin q10", "q50", "q90"],
-              [(a, name, d["predicted_flip"], d["measured_flip"], d["margin_q10"], d["margin_q50"], d["margin_q90"])
-               for a, r in results.items() for name, d in r["margin_rtn"].items()])
+    claims(ctx, results)
+    tables(ctx, results)
+    plots(ctx, results)
+
+
+def claims(ctx: RunContext, results: dict) -> None:
     for arch, r in results.items():
         worst = max(d["measured_flip"] - d["predicted_flip"] for d in r["margin_rtn"].values())
         ctx.claim(f"{arch}: the margin bound holds: measured flip rate ≤ predicted in every block "
@@ -274,6 +270,24 @@ def run(ctx: RunContext) -> None:
         ctx.claim(f"{arch}: QAT with limited routing replay beats GPTQ MXFP4 (llm-compressor) in perplexity",
                   r["ppl_qat_replay"], r["ppl_gptq"], r["ppl_qat_replay"] <= r["ppl_gptq"])
 
+
+def tables(ctx: RunContext, results: dict) -> None:
+    ctx.table("Held-out perplexity and routing agreement with the reference (Jaccard / exact top-k set)",
+              ["architecture", "variant", "perplexity", "Jaccard", "exact set"],
+              [(a, k, r[f"ppl_{k}"], r.get(f"agree_{k}", {"jaccard": 1.0})["jaccard"],
+                r.get(f"agree_{k}", {"exact": 1.0})["exact"]) for a, r in results.items() for k in VARIANTS])
+    ctx.table("Replay fraction sweep (share of QAT steps with BF16 routes replayed)",
+              ["architecture", "fraction", "perplexity", "Jaccard", "exact set"],
+              [(a, f, v["ppl"], v["jaccard"], v["exact"]) for a, r in results.items() for f, v in r["replay_sweep"].items()])
+    ctx.table("Router-margin bound on the MXFP4 (RTN) model: tokens it cannot certify vs tokens whose top-k changed",
+              ["architecture", "block", "predicted flip (bound)", "measured flip", "margin q10", "q50", "q90"],
+              [(a, name, d["predicted_flip"], d["measured_flip"], d["margin_q10"], d["margin_q50"], d["margin_q90"])
+               for a, r in results.items() for name, d in r["margin_rtn"].items()])
+
+
+def plots(ctx: RunContext, results: dict) -> None:
+    plt = pyplot()
+    keys = VARIANTS
     fig, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 4), squeeze=False)
     for ax, (arch, r) in zip(axes[0], results.items()):
         ax.bar(keys, [r[f"ppl_{k}"] for k in keys], color=["k", "tab:red", "tab:brown", "tab:orange", "tab:green",

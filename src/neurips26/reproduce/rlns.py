@@ -38,6 +38,7 @@ import torch
 from neurips26.combinatorial import (RLNS, Entropic, FenchelYoungLoss, GeneralizedAssignment, KSubset, RandomBlock,
                                      empirical_distribution, gibbs, is_irreducible, solve_binary_milp, tv_distance)
 
+from ._common import pyplot
 from ._harness import RunContext
 
 SIZES = {
@@ -415,27 +416,67 @@ def scaling(sizes, seed: int, chains: int = 8, time_limit: float = 30.0) -> list
 # --- the experiment ------------------------------------------------------------------------------
 
 def run(ctx: RunContext) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     cfg = SIZES[ctx.quick]
     seeds = [ctx.seed + s for s in cfg["seeds"]]
     ctx.config.update(seeds=seeds, rlns_steps=cfg["rlns_steps"], chains=cfg["chains"], pfy_samples=cfg["pfy_samples"],
                       ksubset=dict(n=25, k=5, train=cfg["ks_train"], test=cfg["ks_test"], block=4),
                       gap=dict(agents=cfg["gap_size"][0], jobs=cfg["gap_size"][1], train=cfg["gap_train"],
                                test=cfg["gap_test"], block=2, type="D"), milp_time_limit_s=cfg["time_limit"])
+    summary = summarize(_run(ctx, cfg, seeds), cfg)
+    for name, value in summary.items():  # the metrics, in results.json's order
+        ctx.metric(name, value)
+    claims(ctx, summary, cfg)
+    tables(ctx, summary, cfg)
+    plots(ctx, summary)
 
-    checks = {}
+
+def _run(ctx: RunContext, cfg, seeds: list[int]) -> dict:
+    """Every measurement, in order: the sampler's exactness, learning on the three tasks per
+    seed, learning on the large GAP, and the MILP-vs-RLNS-move scaling."""
+    exactness_checks = {}
     for name, problem, block in ctx.track([("k-subset n=10 k=3", KSubset(10, 3), 3), ("GAP 5x3", small_gap(), 2)],
                                           "exactness of the sampler"):
-        checks[name] = exactness(problem, block, ctx.seed, cfg["tv_samples"])
-    ctx.metric("exactness", checks)
-    ctx.table("RLNS with entropic regularization is exact block Gibbs sampling",
-              ["problem", "states", "irreducible", "‖πP − π‖∞", "samples", "TV(empirical, Gibbs)"],
-              [(k, v["states"], v["irreducible"], v["stationarity_residual"], v["samples"], v["tv_distance"])
-               for k, v in checks.items()])
+        exactness_checks[name] = exactness(problem, block, ctx.seed, cfg["tv_samples"])
+    learning = {"k-subset": [], "gap": [], "vsp": []}
+    for s in ctx.track(seeds, "k-subset learning (3 methods)"):
+        learning["k-subset"].append(run_ksubset(cfg, s))
+    for s in ctx.track(seeds, "GAP learning (3 methods)"):
+        learning["gap"].append(run_gap(cfg, s))
+    for s in ctx.track(seeds, "vehicle scheduling learning (3 methods)"):
+        learning["vsp"].append(run_vsp(cfg, s))
+    # RLNS-FY where the global solver is slow: the exact-solver loss is not run there (its
+    # training time is projected in summarize)
+    large = run_gap(cfg, ctx.seed, size=cfg["gap_large"], n_train=cfg["gap_large_train"],
+                    n_test=cfg["gap_large_test"], methods=("rlns-fy", "two-stage"), time_limit=cfg["time_limit"])
+    rows = scaling(cfg["scaling"], ctx.seed, time_limit=cfg["time_limit"])
+    return {"exactness": exactness_checks, "learning": learning, "gap_large": large, "scaling": rows}
+
+
+def summarize(raw, cfg) -> dict:
+    """The metrics: the exactness checks; per task and method, the mean (and spread) of the
+    test regret, training time and solver calls over seeds, and every seed's run; the large
+    GAP with exact-solver FY's projected training time (its solver calls, as counted on the
+    main task, times the measured time of one exact solve at this size); the scaling rows."""
+    learning = {}
+    for task, runs in raw["learning"].items():
+        learning[task] = {}
+        for method in METHODS:
+            vals = [r[method] for r in runs]
+            learning[task][method] = {
+                "regret": float(np.mean([v["regret"] for v in vals])),
+                "regret_std": float(np.std([v["regret"] for v in vals])),
+                "train_s": float(np.mean([v["train_s"] for v in vals])),
+                "global_solver_calls": int(np.mean([v["global_solver_calls"] for v in vals])),
+            }
+    large = dict(raw["gap_large"])
+    calls = cfg["gap_epochs"] * cfg["gap_large_train"] * cfg["pfy_samples"]
+    large["pfy-exact-projected"] = {"global_solver_calls": calls, "train_s": calls * large["label_solve_s"]}
+    return {"exactness": raw["exactness"], "learning": learning, "learning_runs": raw["learning"], "gap_large": large,
+            "scaling": raw["scaling"]}
+
+
+def claims(ctx: RunContext, summary, cfg) -> None:
+    checks = summary["exactness"]
     worst = max(v["stationarity_residual"] for v in checks.values())
     ctx.claim("RLNS (entropic) leaves the Gibbs distribution invariant: max ‖πP − π‖∞ (baseline: the 1e-12 bound)",
               worst, 1e-12, worst < 1e-12 and all(v["irreducible"] for v in checks.values()))
@@ -445,33 +486,10 @@ def run(ctx: RunContext) -> None:
     ctx.claim(f"RLNS samples follow the Gibbs distribution: max TV distance with {n_samples} samples "
               f"(baseline: the bound {bound})", tv, bound, tv < bound)
 
-    learning = {"k-subset": [], "gap": [], "vsp": []}
-    for s in ctx.track(seeds, "k-subset learning (3 methods)"):
-        learning["k-subset"].append(run_ksubset(cfg, s))
-    for s in ctx.track(seeds, "GAP learning (3 methods)"):
-        learning["gap"].append(run_gap(cfg, s))
-    for s in ctx.track(seeds, "vehicle scheduling learning (3 methods)"):
-        learning["vsp"].append(run_vsp(cfg, s))
-    summary = {}
-    for task, runs in learning.items():
-        summary[task] = {}
-        for method in METHODS:
-            vals = [r[method] for r in runs]
-            summary[task][method] = {
-                "regret": float(np.mean([v["regret"] for v in vals])),
-                "regret_std": float(np.std([v["regret"] for v in vals])),
-                "train_s": float(np.mean([v["train_s"] for v in vals])),
-                "global_solver_calls": int(np.mean([v["global_solver_calls"] for v in vals])),
-            }
-    ctx.metric("learning", summary)
-    ctx.metric("learning_runs", learning)
-    ctx.table("Decision regret on test instances (relative optimality gap), training time, solver calls",
-              ["task", "method", "test regret", "± std", "train s", "global solver calls in training"],
-              [(t, m, v["regret"], v["regret_std"], v["train_s"], v["global_solver_calls"])
-               for t, d in summary.items() for m, v in d.items()])
-    for task in summary:
-        ours, exact = summary[task]["rlns-fy"], summary[task]["pfy-exact"]
-        two = summary[task]["two-stage"]
+    learning = summary["learning"]
+    for task in learning:
+        ours, exact = learning[task]["rlns-fy"], learning[task]["pfy-exact"]
+        two = learning[task]["two-stage"]
         ctx.claim(f"{task}: RLNS-FY learns as well as exact-solver perturbed FY (test regret within 10 % relative or "
                   f"0.005 absolute; two-stage regression: {two['regret']:.4f})", ours["regret"], exact["regret"],
                   ours["regret"] <= max(exact["regret"] * 1.1, exact["regret"] + 0.005))
@@ -479,19 +497,7 @@ def run(ctx: RunContext) -> None:
                   "training seconds, ours vs exact FY", ours["train_s"], exact["train_s"],
                   ours["global_solver_calls"] == 0 and ours["train_s"] <= exact["train_s"])
 
-    # RLNS-FY where the global solver is slow: the exact-solver loss is not run there, its
-    # training time is projected from its solver calls (as counted on the main task) times
-    # the measured time of one exact solve at this size
-    large = run_gap(cfg, ctx.seed, size=cfg["gap_large"], n_train=cfg["gap_large_train"],
-                    n_test=cfg["gap_large_test"], methods=("rlns-fy", "two-stage"), time_limit=cfg["time_limit"])
-    calls = cfg["gap_epochs"] * cfg["gap_large_train"] * cfg["pfy_samples"]
-    large["pfy-exact-projected"] = {"global_solver_calls": calls, "train_s": calls * large["label_solve_s"]}
-    ctx.metric("gap_large", large)
-    ctx.table(f"Type-D GAP at {cfg['gap_large'][0]}×{cfg['gap_large'][1]} (one exact solve: "
-              f"{large['label_solve_s']:.2f} s)", ["method", "test regret", "train s", "global solver calls in training"],
-              [("rlns-fy", large["rlns-fy"]["regret"], large["rlns-fy"]["train_s"], 0),
-               ("two-stage", large["two-stage"]["regret"], large["two-stage"]["train_s"], 0),
-               ("pfy-exact (projected, not run)", "—", large["pfy-exact-projected"]["train_s"], calls)])
+    large = summary["gap_large"]
     ctx.claim(f"GAP {cfg['gap_large'][0]}x{cfg['gap_large'][1]}: RLNS-FY trains where exact-solver FY is too slow "
               "(training seconds, ours vs exact FY's projection) and still beats two-stage regression "
               f"(regret {large['rlns-fy']['regret']:.4f} vs {large['two-stage']['regret']:.4f})",
@@ -499,21 +505,42 @@ def run(ctx: RunContext) -> None:
               large["rlns-fy"]["train_s"] * 10 < large["pfy-exact-projected"]["train_s"]
               and large["rlns-fy"]["regret"] <= large["two-stage"]["regret"])
 
-    rows = scaling(cfg["scaling"], ctx.seed, time_limit=cfg["time_limit"])
-    ctx.metric("scaling", rows)
-    ctx.table("Type-D GAP: one exact MILP solve (HiGHS) vs one RLNS move of 8 chains",
-              ["agents", "jobs", "MILP s", "hit the time limit", "RLNS move s", "ratio"],
-              [(r["agents"], r["jobs"], r["milp_s"], r["hit_time_limit"], r["rlns_move_s"], r["milp_s"] / r["rlns_move_s"])
-               for r in rows])
+    rows = summary["scaling"]
     ratio_small = rows[0]["milp_s"] / rows[0]["rlns_move_s"]
     ratio_large = rows[-1]["milp_s"] / rows[-1]["rlns_move_s"]
     ctx.claim("RLNS scales where the global solver slows: MILP/RLNS-move time ratio at the largest size "
               f"({rows[-1]['agents']}x{rows[-1]['jobs']}) vs at the smallest", ratio_large, ratio_small,
               ratio_large > ratio_small)
 
+
+def tables(ctx: RunContext, summary, cfg) -> None:
+    ctx.table("RLNS with entropic regularization is exact block Gibbs sampling",
+              ["problem", "states", "irreducible", "‖πP − π‖∞", "samples", "TV(empirical, Gibbs)"],
+              [(k, v["states"], v["irreducible"], v["stationarity_residual"], v["samples"], v["tv_distance"])
+               for k, v in summary["exactness"].items()])
+    ctx.table("Decision regret on test instances (relative optimality gap), training time, solver calls",
+              ["task", "method", "test regret", "± std", "train s", "global solver calls in training"],
+              [(t, m, v["regret"], v["regret_std"], v["train_s"], v["global_solver_calls"])
+               for t, d in summary["learning"].items() for m, v in d.items()])
+    large = summary["gap_large"]
+    calls = large["pfy-exact-projected"]["global_solver_calls"]
+    ctx.table(f"Type-D GAP at {cfg['gap_large'][0]}×{cfg['gap_large'][1]} (one exact solve: "
+              f"{large['label_solve_s']:.2f} s)", ["method", "test regret", "train s", "global solver calls in training"],
+              [("rlns-fy", large["rlns-fy"]["regret"], large["rlns-fy"]["train_s"], 0),
+               ("two-stage", large["two-stage"]["regret"], large["two-stage"]["train_s"], 0),
+               ("pfy-exact (projected, not run)", "—", large["pfy-exact-projected"]["train_s"], calls)])
+    ctx.table("Type-D GAP: one exact MILP solve (HiGHS) vs one RLNS move of 8 chains",
+              ["agents", "jobs", "MILP s", "hit the time limit", "RLNS move s", "ratio"],
+              [(r["agents"], r["jobs"], r["milp_s"], r["hit_time_limit"], r["rlns_move_s"], r["milp_s"] / r["rlns_move_s"])
+               for r in summary["scaling"]])
+
+
+def plots(ctx: RunContext, summary) -> None:
+    plt = pyplot()
+    learning = summary["learning"]
     fig, axes = plt.subplots(1, 3, figsize=(16, 4))
-    for ax, task in zip(axes, summary):
-        vals = summary[task]
+    for ax, task in zip(axes, learning):
+        vals = learning[task]
         ax.bar(list(vals), [v["regret"] for v in vals.values()], yerr=[v["regret_std"] for v in vals.values()],
                color=["tab:purple", "tab:orange", "tab:gray"])
         ax.set_title(f"{task}: test decision regret")
@@ -522,6 +549,7 @@ def run(ctx: RunContext) -> None:
             ax.annotate(f"{v['global_solver_calls']} solves", (i, v["regret"]), ha="center", va="bottom", fontsize=8)
     ctx.figure(fig, "regret", "Test decision regret per method (annotated: global solver calls during training).")
     plt.close(fig)
+    rows = summary["scaling"]
     fig, ax = plt.subplots(figsize=(5.5, 4))
     size = [r["agents"] * r["jobs"] for r in rows]
     ax.loglog(size, [r["milp_s"] for r in rows], "o-", label="exact MILP solve (HiGHS)")
