@@ -113,20 +113,28 @@ def _quadruple_step(
     """
     trace = {} if trace is None else trace
     for p, g, state in zip(params, grads, states):
-        state["step"] += 1
-        t = state["step"]
-        if weight_decay and not quadruple.lift.decoupled:
-            g = g.add(p, alpha=weight_decay)
-        memory = quadruple.transition.update(g, state, t, out=state)
-        scale = quadruple.step_scale(p.shape)
-        if weight_decay and quadruple.lift.decoupled:
-            p.mul_(1.0 - lr * weight_decay)
-        if sums is None:
-            quadruple.apply(p, g, memory, t, -lr * scale)
-        else:
-            u = quadruple.velocity(g, memory, t)
-            _record(sums, trace, p, u, quadruple.target_velocity(g, memory, t), g, lr, scale)
-            p.add_(u, alpha=-lr * scale)
+        _single_tensor_step(p, g, state, quadruple, lr, weight_decay, sums, trace)
+
+
+def _single_tensor_step(p, g, state, quadruple, lr, weight_decay, sums, trace) -> None:
+    # One parameter per call, so that this step's temporaries (the coupled gradient, a
+    # transient memory entry, an unfused velocity) are freed before the next parameter
+    # allocates its own: the allocator then reuses their memory instead of faulting in
+    # fresh pages for every tensor.
+    state["step"] += 1
+    t = state["step"]
+    if weight_decay and not quadruple.lift.decoupled:
+        g = g.add(p, alpha=weight_decay)
+    memory = quadruple.transition.update(g, state, t, out=state)
+    scale = quadruple.step_scale(p.shape)
+    if weight_decay and quadruple.lift.decoupled:
+        p.mul_(1.0 - lr * weight_decay)
+    if sums is None:
+        quadruple.apply(p, g, memory, t, -lr * scale)
+    else:
+        u = quadruple.velocity(g, memory, t)
+        _record(sums, trace, p, u, quadruple.target_velocity(g, memory, t), g, lr, scale)
+        p.add_(u, alpha=-lr * scale)
 
 
 def _record(sums, trace, p, u, target, g, lr, scale):
