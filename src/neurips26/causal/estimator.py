@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numbers
+import re
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._checks import check_real
 from .graphs import make_acyclic
 from .objectives import DagmaObjective, GolemObjective, NotearsObjective
 from .path import default_lambda_min_ratio, follow_path
@@ -38,16 +40,22 @@ class DagFlow(BaseEstimator):
         λ small against the data's scale: on unstandardized SEMs λ_max grows with the
         variances (hundreds on a scale-free SEM), and ending at 0.01·λ_max left every edge of a
         true graph out of reach there.
-    max_step : the largest step along the path, as a fraction of λ_max.
-    threshold : τ > 0; a graph on the path is {|W_ij| > τ}, made acyclic by removing the
+    max_step : the largest step along the path, as a fraction of λ_max (finite, > 0).
+    threshold : τ > 0, finite; a graph on the path is {|W_ij| > τ}, made acyclic by removing the
         weakest edge of each cycle.
-    mu : for "dagma", μ of DAGMA's objective, or a schedule of them, e.g. DAGMA's central
+    mu : for "dagma", μ of DAGMA's objective (finite, > 0), or a schedule of them, e.g. DAGMA's central
         path (1, 0.1, 0.01, 0.001): one path is followed per μ (``paths_``, in the schedule's
         order), and the selection chooses among the candidate graphs of all of them. A path
         at μ is in units λ = μ·λ₁ of DAGMA's own ℓ1 weight λ₁.
-    s : DAGMA's log-det parameter (sI − W∘W must stay an M-matrix).
-    rho, alpha : NOTEARS' augmented-Lagrangian weights, fixed along the path.
-    lambda2 : GOLEM's weight of the acyclicity term.
+    s : DAGMA's log-det parameter (sI − W∘W must stay an M-matrix); finite, > 0.
+    rho, alpha : NOTEARS' augmented-Lagrangian weights, fixed along the path; rho finite and
+        >= 0, alpha finite.
+    lambda2 : GOLEM's weight of the acyclicity term; finite, >= 0.
+
+    Every setting is checked by ``fit`` (ValueError / TypeError naming it), and so is X: a
+    finite (n, d) array, n >= 2, d >= 2, no constant column, and column standard deviations
+    within [1e-100, 1e100] (``objectives.check_data``; data beyond that is reported as badly
+    scaled).
     criterion : how ``fit`` selects ``adjacency_`` (``select``): "bic", the candidate graph
         of lowest BIC after a least-squares refit, or "stability", the edges present over at
         least ``min_stability`` of the paths' log-λ length.
@@ -88,8 +96,8 @@ class DagFlow(BaseEstimator):
             mus = tuple(np.atleast_1d(np.asarray(self.mu, dtype=float)).tolist())
         except (TypeError, ValueError):
             mus = ()
-        if not mus or np.ndim(self.mu) > 1 or not min(mus) > 0:
-            raise ValueError(f"mu must be a positive number or a non-empty schedule of them, got {self.mu!r}")
+        if not mus or np.ndim(self.mu) > 1 or not min(mus) > 0 or not np.isfinite(mus).all():
+            raise ValueError(f"mu must be a positive finite number or a non-empty schedule of them, got {self.mu!r}")
         if len(mus) > 1 and self.formulation != "dagma":
             raise ValueError(f"a schedule of mu values applies to the 'dagma' formulation only, not {self.formulation!r}")
         for name in ("max_step", "threshold", "min_stability") + (() if self.lambda_min_ratio is None else ("lambda_min_ratio",)):
@@ -98,14 +106,17 @@ class DagFlow(BaseEstimator):
                 raise TypeError(f"{name} must be a real number, got {value!r}")
         if self.lambda_min_ratio is not None and not 0 < self.lambda_min_ratio < 1:
             raise ValueError(f"lambda_min_ratio must be in (0, 1) or None, got {self.lambda_min_ratio!r}")
-        if not self.max_step > 0:
-            raise ValueError(f"max_step must be > 0, got {self.max_step!r}")
-        if not self.threshold > 0:
-            raise ValueError(f"threshold must be > 0, got {self.threshold!r}")
+        if not (self.max_step > 0 and np.isfinite(self.max_step)):
+            raise ValueError(f"max_step must be finite and > 0, got {self.max_step!r}")
+        if not (self.threshold > 0 and np.isfinite(self.threshold)):
+            raise ValueError(f"threshold must be finite and > 0, got {self.threshold!r}")
         if self.criterion not in CRITERIA:
             raise ValueError(f"criterion must be 'bic' or 'stability', got {self.criterion!r}")
-        if not 0 <= self.min_stability <= 1:
-            raise ValueError(f"min_stability must be in [0, 1], got {self.min_stability!r}")
+        _check_min_stability(self.min_stability)
+        check_real("s", self.s, positive=True)
+        check_real("rho", self.rho, nonnegative=True)
+        check_real("alpha", self.alpha)
+        check_real("lambda2", self.lambda2, nonnegative=True)
         return mus
 
     def _objective(self, X, mu):
@@ -122,7 +133,12 @@ class DagFlow(BaseEstimator):
         column; centred here) and select ``adjacency_``. ``y`` is ignored (there for the
         scikit-learn API)."""
         mus = self._check_params()
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2, ensure_min_features=2)
+        try:
+            X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2, ensure_min_features=2)
+        except (TypeError, ValueError) as e:  # scikit-learn's message, naming the argument where it does not
+            if re.search(r"\bX\b", str(e)):
+                raise
+            raise type(e)(f"X: {e}") from e
         paths, calls = [], {}
         for mu in mus:
             objective = self._objective(X, mu)
@@ -144,6 +160,8 @@ class DagFlow(BaseEstimator):
     def graph_at(self, lam: float, path: int = 0) -> np.ndarray:
         """The thresholded acyclic graph at λ on ``paths_[path]``: (d, d) 0/1."""
         check_is_fitted(self)
+        if isinstance(path, bool) or not isinstance(path, numbers.Integral) or not -len(self.paths_) <= path < len(self.paths_):
+            raise ValueError(f"path must be an index into paths_ (0 to {len(self.paths_) - 1}), got {path!r}")
         return make_acyclic(self.paths_[path].W_at(lam), self.threshold)
 
     def candidate_graphs(self) -> list[np.ndarray]:
@@ -162,6 +180,8 @@ class DagFlow(BaseEstimator):
         """One (d, d) 0/1 graph from the paths by ``criterion`` ("bic" or "stability"; None:
         the estimator's own, which gave ``adjacency_``)."""
         check_is_fitted(self)
+        if min_stability is not None:
+            _check_min_stability(min_stability)
         return self._select(self.criterion if criterion is None else criterion,
                             self.min_stability if min_stability is None else min_stability)
 
@@ -172,3 +192,8 @@ class DagFlow(BaseEstimator):
             stab = np.mean([p.edge_stability(self.threshold) for p in self.paths_], axis=0)
             return make_acyclic(np.where(stab >= min_stability, stab, 0.0), 0.0)
         raise ValueError(f"criterion must be 'bic' or 'stability', got {criterion!r}")
+
+
+def _check_min_stability(value) -> None:
+    if not 0 <= check_real("min_stability", value) <= 1:
+        raise ValueError(f"min_stability must be in [0, 1], got {value!r}")

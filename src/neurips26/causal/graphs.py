@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._checks import check_real, check_square
+
 __all__ = ["is_acyclic", "make_acyclic"]
 
 
 def is_acyclic(A: np.ndarray) -> bool:
-    """Kahn's algorithm on the 0/1 adjacency A (A[i, j] = 1: edge i → j)."""
-    A = (np.asarray(A) != 0).astype(int)
+    """Kahn's algorithm on the 0/1 adjacency A (A[i, j] = 1: edge i → j), a square matrix."""
+    A = (check_square("A", A, finite=False) != 0).astype(int)
     np.fill_diagonal(A, 0)
     indeg = A.sum(0)
     ready = list(np.flatnonzero(indeg == 0))
@@ -27,7 +29,9 @@ def is_acyclic(A: np.ndarray) -> bool:
 
 def make_acyclic(W: np.ndarray, threshold: float) -> np.ndarray:
     """0/1 adjacency {|W| > threshold}; while it has a cycle, the weakest edge lying on a
-    cycle (i → j with a path j ⇝ i) is removed."""
+    cycle (i → j with a path j ⇝ i) is removed. W: a finite square matrix; threshold finite, >= 0."""
+    W = check_square("W", W)
+    threshold = check_real("threshold", threshold, nonnegative=True)
     A = (np.abs(W) > threshold).astype(int)
     np.fill_diagonal(A, 0)
     while not is_acyclic(A):

@@ -21,22 +21,48 @@ import abc
 import numpy as np
 import torch
 
+from ._checks import check_real
+
 __all__ = ["SEMObjective", "NotearsObjective", "GolemObjective", "DagmaObjective", "notears_h", "dagma_h",
-           "check_data"]
+           "check_data", "SCALE_RANGE"]
+
+
+SCALE_RANGE = (1e-100, 1e100)  # the column standard deviations check_data accepts
 
 
 def check_data(X) -> np.ndarray:
-    """Validate and centre the data: a finite (n, d) array, n ≥ 2, d ≥ 2, no constant column."""
-    X = np.asarray(X, dtype=np.float64)
+    """Validate and centre the data: a real, finite (n, d) array, n ≥ 2, d ≥ 2, no constant
+    column, and every column's standard deviation within ``SCALE_RANGE`` = [1e-100, 1e100]
+    (beyond it the covariance, the objectives' values and the BIC over- or underflow float64:
+    such data is reported as badly scaled, to be rescaled, not as constant)."""
+    A = np.asarray(X)
+    if A.dtype.kind not in "biufO":
+        raise TypeError(f"X must be a real numeric (n, d) array, got dtype {A.dtype}")
+    try:
+        X = np.asarray(A, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"X must be a real numeric (n, d) array: {e}") from None
     if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 2:
         raise ValueError(f"X must be an (n, d) array with n >= 2 and d >= 2, got shape {X.shape}")
     if not np.isfinite(X).all():
         bad = np.argwhere(~np.isfinite(X))[0]
         raise ValueError(f"X has NaN or inf values (first at row {bad[0]}, column {bad[1]})")
-    const = np.flatnonzero(X.std(0) == 0)
+    const = np.flatnonzero(X.max(0) == X.min(0))
     if len(const):
         raise ValueError(f"X has constant columns {const.tolist()}: they carry no information about edges")
-    return X - X.mean(0)
+    Xc = X - X.mean(0)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        # the standard deviation computed without over- or underflow: max|x| · rms(x / max|x|)
+        top = np.abs(Xc).max(0)
+        std = top * np.sqrt(((Xc / np.where(top > 0, top, 1.0)) ** 2).mean(0))
+    lo, hi = SCALE_RANGE
+    bad = np.flatnonzero(~((std >= lo) & (std <= hi)))
+    if len(bad):
+        stds = ", ".join(f"{v:.3g}" for v in std[bad])
+        raise ValueError(f"X is badly scaled: columns {bad.tolist()} have standard deviation {stds}, outside "
+                         f"[{lo:g}, {hi:g}], where the covariance and the objectives over- or underflow float64; "
+                         "rescale X (e.g. divide each column by its standard deviation)")
+    return Xc
 
 
 def notears_h(W: torch.Tensor) -> torch.Tensor:
@@ -121,8 +147,8 @@ class NotearsObjective(SEMObjective):
 
     def __init__(self, X, rho: float = 0.0, alpha: float = 0.0):
         super().__init__(X)
-        if rho < 0:
-            raise ValueError(f"rho must be >= 0, got {rho}")
+        check_real("rho", rho, nonnegative=True)
+        check_real("alpha", alpha)
         self.rho, self.alpha = float(rho), float(alpha)
 
     def _value(self, W):
@@ -135,8 +161,7 @@ class GolemObjective(SEMObjective):
 
     def __init__(self, X, lambda2: float = 5.0):
         super().__init__(X)
-        if lambda2 < 0:
-            raise ValueError(f"lambda2 must be >= 0, got {lambda2}")
+        check_real("lambda2", lambda2, nonnegative=True)
         self.lambda2 = float(lambda2)
 
     def _value(self, W):
@@ -150,8 +175,8 @@ class DagmaObjective(SEMObjective):
 
     def __init__(self, X, mu: float = 1.0, s: float = 1.0):
         super().__init__(X)
-        if mu < 0 or s <= 0:
-            raise ValueError(f"need mu >= 0 and s > 0, got mu={mu}, s={s}")
+        check_real("mu", mu, positive=True)
+        check_real("s", s, positive=True)
         self.mu, self.s = float(mu), float(s)
 
     def _value(self, W):

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._checks import check_integer, check_real, check_square
 from .graphs import is_acyclic
 from .objectives import DagmaObjective, SEMObjective
 
@@ -54,7 +55,8 @@ class RegularizationPath:
     lambdas: np.ndarray  # (K,) knots, decreasing
     weights: np.ndarray  # (K, d, d)
     events: list = field(default_factory=list)
-    stopped: str = "end"  # why the path ended: "end" (λ_min reached) or "fold" (no jump found a minimum)
+    stopped: str = "end"  # why the path ended: "end" (λ_min reached), "fold" (no jump found a minimum)
+    # or "max_knots" (cut by follow_path's max_knots before λ_min)
 
     @property
     def breakpoints(self) -> np.ndarray:
@@ -162,8 +164,23 @@ def follow_path(objective: SEMObjective, lambda_min_ratio: float = 1e-3, max_ste
 
     BLAS runs on one thread inside: the systems are small (one unknown per active edge), and
     threads only contend; beside another busy process a 150 × 150 solve took 37 ms on two
-    threads against 0.2 ms on one."""
+    threads against 0.2 ms on one.
+
+    Settings: ``lambda_min_ratio`` in (0, 1); ``max_step`` finite and > 0; ``tol`` finite and
+    > 0; ``max_knots`` an integer >= 2 (a path cut there, before λ_min, has ``stopped ==
+    "max_knots"``); ``threshold`` None or finite and > 0. A gradient at W = 0 that is not finite
+    raises FloatingPointError."""
     from threadpoolctl import threadpool_limits
+
+    if not isinstance(objective, SEMObjective):
+        raise TypeError(f"objective must be an SEMObjective (NotearsObjective, GolemObjective, DagmaObjective), "
+                        f"got {type(objective).__name__}")
+    lambda_min_ratio = check_real("lambda_min_ratio", lambda_min_ratio)
+    max_step = check_real("max_step", max_step, positive=True)
+    tol = check_real("tol", tol, positive=True)
+    max_knots = check_integer("max_knots", max_knots, minimum=2)
+    if threshold is not None:
+        threshold = check_real("threshold", threshold, positive=True)
 
     with threadpool_limits(limits=1, user_api="blas"):
         return _follow_path(objective, lambda_min_ratio, max_step, tol, max_knots, threshold)
@@ -180,6 +197,9 @@ def _follow_path(objective, lambda_min_ratio, max_step, tol, max_knots, threshol
     g = objective.grad(W)
     gE = g[edges[:, 0], edges[:, 1]]
     lam_max = float(np.abs(gE).max())
+    if not np.isfinite(lam_max):
+        raise FloatingPointError(f"the objective's gradient at W = 0 is not finite ({lam_max}): check X's scale "
+                                 "and the objective's settings")
     if lam_max == 0:
         raise ValueError("the gradient at W = 0 vanishes: no edge ever enters")
     lam_min = lambda_min_ratio * lam_max
@@ -338,6 +358,8 @@ def _follow_path(objective, lambda_min_ratio, max_step, tol, max_knots, threshol
                 events.append(PathEvent(lam, "enter", tuple(map(int, edges[idx]))))
         lambdas.append(lam)
         weights.append(W.copy())
+    if stopped == "end" and lam > lam_min + 1e-15 * lam_max:  # the loop ran out of knots, not of λ
+        stopped = "max_knots"
     if stopped == "end":
         events.append(PathEvent(lam, "end", None))
     return RegularizationPath(np.array(lambdas), np.array(weights), events, stopped)
@@ -400,9 +422,16 @@ def local_minimum(objective: SEMObjective, W0: np.ndarray, lam: float, tol: floa
     L-BFGS-B (points outside DAGMA's domain get an infinite value, so the line search
     backtracks); its support is then polished by Newton on the stationarity condition
     (``_correct``) to ``tol``. Accepted when the signs hold, every inactive gradient has
-    |∂f| ≤ λ and H_AA is positive definite; None otherwise."""
+    |∂f| ≤ λ and H_AA is positive definite; None otherwise. ``W0``: a finite (d, d) array;
+    ``lam`` finite and >= 0; ``tol`` finite and > 0; ``max_iter`` an integer >= 1."""
     from scipy.optimize import minimize
 
+    if not isinstance(objective, SEMObjective):
+        raise TypeError(f"objective must be an SEMObjective, got {type(objective).__name__}")
+    check_square("W0", W0, objective.d)
+    lam = check_real("lam", lam, nonnegative=True)
+    tol = check_real("tol", tol, positive=True)
+    max_iter = check_integer("max_iter", max_iter, minimum=1)
     d = objective.d
     off = ~np.eye(d, dtype=bool)
     W0 = np.where(off, np.asarray(W0, dtype=np.float64), 0.0)

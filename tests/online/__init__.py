@@ -1,0 +1,1 @@
+"""Tests of neurips26.online (a package, so that its test_bad_input module does not collide with the other fields')."""
