@@ -39,14 +39,14 @@ def test_replay_restores_the_recorded_routes_after_a_perturbation(arch):
 
 
 def test_margin_condition_keeps_the_top_k_set():
-    gen = torch.Generator().manual_seed(2)
-    logits = torch.randn(2000, 8, generator=gen)
+    generator = torch.Generator().manual_seed(2)
+    logits = torch.randn(2000, 8, generator=generator)
     k = 2
     m = router_margins(logits, k)
     assert torch.all(m >= 0)
     base = logits.topk(k).indices.sort(-1).values
     for scale in (0.49, 0.2):
-        delta = (torch.rand(2000, 8, generator=gen) * 2 - 1) * (scale * m[:, None])  # 2·max|Δ| < m
+        delta = (torch.rand(2000, 8, generator=generator) * 2 - 1) * (scale * m[:, None])  # 2·max|Δ| < m
         moved = (logits + delta).topk(k).indices.sort(-1).values
         assert torch.equal(moved, base)
     # beyond the margin the set can change, and does for some tokens
@@ -70,10 +70,10 @@ def brute_force_ranks(svals, loads, budget):
 
 
 def test_greedy_rank_allocation_is_the_brute_force_optimum():
-    gen = torch.Generator().manual_seed(3)
+    generator = torch.Generator().manual_seed(3)
     for _ in range(30):
-        svals = [torch.rand(4, generator=gen).sort(descending=True).values for _ in range(3)]
-        loads = torch.rand(3, generator=gen).tolist()
+        svals = [torch.rand(4, generator=generator).sort(descending=True).values for _ in range(3)]
+        loads = torch.rand(3, generator=generator).tolist()
         for budget in range(0, 13):
             r = allocate_ranks(svals, loads, budget)
             value = sum(l * float((s[:ri] ** 2).sum()) for l, s, ri in zip(loads, svals, r))
@@ -81,9 +81,9 @@ def test_greedy_rank_allocation_is_the_brute_force_optimum():
 
 
 def test_weighted_error_decreases_and_load_is_respected():
-    gen = torch.Generator().manual_seed(4)
-    spectrum = torch.rand(6, generator=gen).sort(descending=True).values
-    svals = [spectrum, spectrum.clone(), torch.rand(6, generator=gen).sort(descending=True).values]
+    generator = torch.Generator().manual_seed(4)
+    spectrum = torch.rand(6, generator=generator).sort(descending=True).values
+    svals = [spectrum, spectrum.clone(), torch.rand(6, generator=generator).sort(descending=True).values]
     loads = [3.0, 1.0, 2.0]
     total = sum(l * float((s**2).sum()) for l, s in zip(loads, svals))
     errors = []
@@ -176,10 +176,10 @@ def test_residual_initialised_adapter_is_the_compensated_weight():
 def test_margin_diagnostic_never_reports_more_flips_than_the_bound_allows():
     from neurips26.compression.moe_quant import margin_diagnostic
 
-    gen = torch.Generator().manual_seed(7)
-    ref = torch.randn(5000, 8, generator=gen)
+    generator = torch.Generator().manual_seed(7)
+    ref = torch.randn(5000, 8, generator=generator)
     for scale in (0.01, 0.1, 1.0):
-        d = margin_diagnostic(ref, ref + scale * torch.randn(5000, 8, generator=gen), 2)
+        d = margin_diagnostic(ref, ref + scale * torch.randn(5000, 8, generator=generator), 2)
         assert d["measured_flip"] <= d["predicted_flip"]
         assert d["margin_q10"] <= d["margin_q50"] <= d["margin_q90"]
     assert margin_diagnostic(ref, ref, 2)["measured_flip"] == 0.0

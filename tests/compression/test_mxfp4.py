@@ -22,10 +22,10 @@ def torchao_mx(x, mode):
 
 
 def random_inputs():
-    gen = torch.Generator().manual_seed(0)
-    yield torch.randn(16, 256, generator=gen)
-    yield (torch.randn(8, 128, generator=gen) * 1e3).to(torch.bfloat16)
-    yield torch.randn(4, 64, generator=gen) * torch.logspace(-30, 30, 64)  # blocks across many binades
+    generator = torch.Generator().manual_seed(0)
+    yield torch.randn(16, 256, generator=generator)
+    yield (torch.randn(8, 128, generator=generator) * 1e3).to(torch.bfloat16)
+    yield torch.randn(4, 64, generator=generator) * torch.logspace(-30, 30, 64)  # blocks across many binades
     # all-ones mantissas: amax = (2 − 2^−23)·2^k, where floor(log2(amax)) rounds up to k + 1
     ones = torch.full((3, 32), 1.0).view(torch.int32) | 0x7FFFFF
     yield ones.view(torch.float32) * torch.tensor([[1.0], [2.0**40], [2.0**-40]])

@@ -81,10 +81,10 @@ class Quadratic:
     name, f_star = "quadratic", 0.0
 
     def __init__(self, seed: int, rows: int = 20, cols: int = 10, cond: float = 1e3):
-        gen = torch.Generator().manual_seed(1000 + seed)
-        Q, _ = torch.linalg.qr(torch.randn(rows, rows, generator=gen, dtype=torch.float64))
+        generator = torch.Generator().manual_seed(1000 + seed)
+        Q, _ = torch.linalg.qr(torch.randn(rows, rows, generator=generator, dtype=torch.float64))
         self.H = Q @ torch.diag(torch.logspace(0, math.log10(cond), rows, dtype=torch.float64)) @ Q.T
-        self.X_star = torch.randn(rows, cols, generator=gen, dtype=torch.float64)
+        self.X_star = torch.randn(rows, cols, generator=generator, dtype=torch.float64)
         self.x0 = torch.zeros(rows, cols, dtype=torch.float64)
 
     def __call__(self, X):
@@ -157,10 +157,10 @@ def run_digits(data, name: str, lr: float, steps: int, seed: int) -> dict:
     torch.manual_seed(seed)
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
     opt = make_optimizer(name, model.parameters(), lr)
-    gen = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
     losses = []
     for _ in range(steps):
-        idx = torch.randint(0, len(ytr), (64,), generator=gen)
+        idx = torch.randint(0, len(ytr), (64,), generator=generator)
         loss = torch.nn.functional.cross_entropy(model(Xtr[idx]), ytr[idx])
         opt.zero_grad()
         loss.backward()
@@ -209,10 +209,10 @@ def run_lm(data, name: str, lr: float, steps: int, seed: int, context: int, widt
     torch.manual_seed(seed)
     model = TinyTransformer(128, width, context)
     opt = make_optimizer(name, model.parameters(), lr)
-    gen = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
     losses = []
     for _ in range(steps):
-        starts = torch.randint(0, len(train) - context - 1, (32,), generator=gen)
+        starts = torch.randint(0, len(train) - context - 1, (32,), generator=generator)
         loss = _lm_loss(model, train, context, starts)
         opt.zero_grad()
         loss.backward()
@@ -267,11 +267,11 @@ def max_rel_dev_vs_references(steps: int = 200) -> dict:
     largest relative deviation of the parameters over the trajectory, across settings."""
 
     def trajectory(make_opt, matrices_only=False):
-        gen = torch.Generator().manual_seed(0)
+        generator = torch.Generator().manual_seed(0)
         shapes = [(7, 5), (3, 7)] if matrices_only else [(7, 5), (7,), (3, 7), (3,)]
-        ps = [torch.nn.Parameter(torch.randn(s, generator=gen, dtype=torch.float64) * 0.5) for s in shapes]
-        X = torch.randn(64, 5, generator=gen, dtype=torch.float64)
-        Y = torch.randn(64, 3, generator=gen, dtype=torch.float64)
+        ps = [torch.nn.Parameter(torch.randn(s, generator=generator, dtype=torch.float64) * 0.5) for s in shapes]
+        X = torch.randn(64, 5, generator=generator, dtype=torch.float64)
+        Y = torch.randn(64, 3, generator=generator, dtype=torch.float64)
         opt = make_opt(ps)
         out = []
         for k in range(steps):

@@ -52,8 +52,8 @@ class DigitsMLP:
         self.y = torch.tensor(data.target, dtype=torch.long)
         self.shapes = [(hidden, 64), (hidden,), (10, hidden), (10,)]
         self.sizes = [math.prod(s) for s in self.shapes]
-        gen = torch.Generator().manual_seed(1000 + seed)
-        parts = [torch.randn(s, generator=gen) / math.sqrt(s[-1]) if len(s) == 2 else torch.zeros(s) for s in self.shapes]
+        generator = torch.Generator().manual_seed(1000 + seed)
+        parts = [torch.randn(s, generator=generator) / math.sqrt(s[-1]) if len(s) == 2 else torch.zeros(s) for s in self.shapes]
         self.x0 = torch.cat([p.reshape(-1) for p in parts])
         self.batch = batch
         self.key = (self.name, seed, hidden, batch)
