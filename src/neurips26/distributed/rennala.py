@@ -67,7 +67,7 @@ class Server:
     def __init__(self, x0: torch.Tensor, lr: float, norm: str | Norm | None):
         if not isinstance(x0, torch.Tensor) or x0.ndim != 1 or x0.numel() == 0:
             raise ValueError("x0 must be a non-empty 1-D tensor (flatten the parameters; "
-                             "optim.Blocks gives per-parameter geometry on the flat vector)")
+                             "geometry.Blocks gives per-parameter geometry on the flat vector)")
         if not x0.dtype.is_floating_point:
             raise ValueError(f"x0 must be a floating-point tensor, got {x0.dtype}")
         if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
