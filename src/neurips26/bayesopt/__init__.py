@@ -1,6 +1,6 @@
 """Bayesian optimization components for GPyTorch / BoTorch (extra ``bo``)."""
 
-from ._gp import fit_gp
+from ._gp import GPFitWarning, fit_gp
 from .acquisition import BatchUpperConfidenceBound, LocallyPenalizedAcquisition
 from .geometry import interpolated_metric, isotropic_ball, mahalanobis_ball, trust_region_box
 from .space import SearchSpace
@@ -8,7 +8,7 @@ from .stopping import (BOResult, ChowdhuryGopalan, SrinivasContinuous, EIThresho
                        bayes_opt_loop, gp_posterior, gp_ucb, regret_bounds)
 from .kriging_believer import (BUCB, BatchThompson, KrigingBeliever, LocalPenalization, QLogNEI, RandomProposer,
                                fantasize, irgp_beta, irgp_ucb)
-from .async_bo import AsyncBayesOpt, AsyncResult, AsyncSimulationResult, simulate_async
+from .async_bo import AsyncBayesOpt, AsyncResult, AsyncSimulationResult, JournalWarning, simulate_async
 from .marginalized_kernel import ExpectedRBFKernel, MarginalizedQuadraticKernel, split_posterior
 
 SimulationResult = AsyncSimulationResult  # the name before it was told apart from distributed's; kept importable
@@ -18,4 +18,5 @@ __all__ = ["ExpectedRBFKernel", "MarginalizedQuadraticKernel", "split_posterior"
            "SrinivasFinite", "SrinivasContinuous", "ChowdhuryGopalan", "StopDecision", "UCBLCBGapRule", "gp_posterior", "gp_ucb", "regret_bounds", "BOResult",
            "bayes_opt_loop", "BUCB", "BatchThompson", "KrigingBeliever", "LocalPenalization", "QLogNEI", "RandomProposer",
            "SearchSpace", "fantasize", "irgp_beta", "irgp_ucb", "AsyncBayesOpt", "AsyncResult", "AsyncSimulationResult",
-           "fit_gp", "simulate_async", "BatchUpperConfidenceBound", "LocallyPenalizedAcquisition"]
+           "fit_gp", "simulate_async", "BatchUpperConfidenceBound", "LocallyPenalizedAcquisition",
+           "GPFitWarning", "JournalWarning"]

@@ -19,6 +19,8 @@ from botorch.acquisition import AcquisitionFunction
 from botorch.utils.transforms import t_batch_mode_transform
 from torch import Tensor
 
+from ._checks import check_points, check_real
+
 __all__ = ["BatchUpperConfidenceBound", "LocallyPenalizedAcquisition"]
 
 
@@ -34,11 +36,15 @@ class BatchUpperConfidenceBound(AcquisitionFunction):
     Without pending points it is BoTorch's ``UpperConfidenceBound``."""
 
     def __init__(self, model, beta: float, X_pending: Tensor | None = None):
-        if beta < 0:
-            raise ValueError(f"beta must be >= 0, got {beta}")
+        check_real("beta", beta, low=0.0)
         super().__init__(model)
         self.beta = beta
         self.set_X_pending(X_pending)
+
+    def set_X_pending(self, X_pending: Tensor | None = None) -> None:
+        """As BoTorch's, after checking that ``X_pending`` is None or a finite (p, d) tensor."""
+        _check_X_pending(X_pending)
+        super().set_X_pending(X_pending)
 
     @t_batch_mode_transform(expected_q=1)
     def forward(self, X: Tensor) -> Tensor:
@@ -75,8 +81,8 @@ class LocallyPenalizedAcquisition(AcquisitionFunction):
 
     def __init__(self, model, acquisition: AcquisitionFunction, lipschitz: float, best_f: float,
                  X_pending: Tensor | None = None):
-        if not lipschitz > 0:
-            raise ValueError(f"lipschitz must be > 0, got {lipschitz}")
+        check_real("lipschitz", lipschitz, low=0.0, low_open=True)
+        check_real("best_f", best_f)
         super().__init__(model)
         self.acquisition, self.lipschitz, self.best_f = acquisition, lipschitz, best_f
         self.set_X_pending(X_pending)
@@ -84,6 +90,7 @@ class LocallyPenalizedAcquisition(AcquisitionFunction):
     def set_X_pending(self, X_pending: Tensor | None = None) -> None:
         """Also caches the posterior mean and sd (each (m,)) at the pending points, which
         every penalty needs."""
+        _check_X_pending(X_pending)
         super().set_X_pending(X_pending)
         self.mean_pending = self.sd_pending = None
         if self.X_pending is not None:
@@ -101,3 +108,8 @@ class LocallyPenalizedAcquisition(AcquisitionFunction):
         z = (self.lipschitz * r - self.best_f + self.mean_pending) / self.sd_pending
         log_phi = torch.special.log_ndtr(z).sum(-1)  # the product of the Φ's, in logs: no underflow
         return torch.nn.functional.softplus(self.acquisition(X)) * log_phi.exp()
+
+
+def _check_X_pending(X_pending) -> None:
+    if X_pending is not None:
+        check_points("X_pending", X_pending, rows="p")

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import torch
 
+from ._checks import check_finite, check_int, check_real
+
 __all__ = ["interpolated_metric", "mahalanobis_ball", "isotropic_ball", "trust_region_box"]
 
 
@@ -27,8 +29,14 @@ def interpolated_metric(z: torch.Tensor, train_means: torch.Tensor, train_covs: 
     """G(z) = Σ(z)⁻¹ with Σ(z) the kernel-weighted mean of the training posteriors'
     covariances (Gaussian weights of ``bandwidth`` on the distance to their means).
     ``train_covs`` is (n, d) diagonal or (n, d, d) full; returns (..., d, d)."""
-    if bandwidth <= 0:
-        raise ValueError(f"bandwidth must be > 0, got {bandwidth!r}")
+    check_real("bandwidth", bandwidth, low=0.0, low_open=True)
+    if train_means.ndim != 2 or z.shape[-1] != train_means.shape[-1]:
+        raise ValueError(f"train_means must be (n, d) with d the width of z ({z.shape[-1]}), "
+                         f"got shape {tuple(train_means.shape)}")
+    n, d = train_means.shape
+    if train_covs.shape not in ((n, d), (n, d, d)):
+        raise ValueError(f"train_covs must be ({n}, {d}) (diagonal) or ({n}, {d}, {d}) (full), one per row of "
+                         f"train_means, got shape {tuple(train_covs.shape)}")
     covs = torch.diag_embed(train_covs) if train_covs.ndim == 2 else train_covs
     d2 = ((z[..., None, :] - train_means) ** 2).sum(-1)
     w = torch.softmax(-0.5 * d2 / bandwidth**2, dim=-1)
@@ -39,8 +47,20 @@ def interpolated_metric(z: torch.Tensor, train_means: torch.Tensor, train_covs: 
 def _check_box(lower, upper, d):
     lower, upper = torch.as_tensor(lower), torch.as_tensor(upper)
     if lower.shape != (d,) or upper.shape != (d,) or not torch.all(lower < upper):
-        raise ValueError(f"the trust region needs lower < upper, both of shape ({d},)")
+        raise ValueError(f"the trust region needs lower < upper, both of shape ({d},), got lower "
+                         f"{tuple(lower.shape)} and upper {tuple(upper.shape)}")
     return lower, upper
+
+
+class NotPositiveDefiniteError(ValueError, torch.linalg.LinAlgError):
+    """A metric that is not symmetric positive definite: a ValueError (bad input), and the
+    ``torch.linalg.LinAlgError`` that ``torch.linalg.cholesky`` raised here before."""
+
+
+def _check_center(center):
+    if center.ndim != 1 or len(center) == 0:
+        raise ValueError(f"center must be a (d,) point with d >= 1, got shape {tuple(center.shape)}")
+    return check_finite("center", center)
 
 
 def _inside(points, lower, upper):
@@ -51,12 +71,18 @@ def mahalanobis_ball(center: torch.Tensor, metric: torch.Tensor, radius: float, 
                      generator: torch.Generator | None = None, max_rounds: int = 100) -> torch.Tensor:
     """``n`` points uniform in {center + δ : δᵀ metric δ ≤ radius²}, inside [lower, upper]
     when given (rejection). ``metric`` is a symmetric positive definite (d, d) matrix."""
+    _check_center(center)
     d = center.shape[-1]
     if metric.shape != (d, d):
         raise ValueError(f"metric must be ({d}, {d}), got {tuple(metric.shape)}")
-    if radius <= 0:
-        raise ValueError(f"radius must be > 0, got {radius!r}")
-    L = torch.linalg.cholesky(metric)  # raises if the metric is not positive definite
+    check_real("radius", radius, low=0.0, low_open=True)
+    n = check_int("n", n, 0)
+    check_int("max_rounds", max_rounds, 1)
+    check_finite("metric", metric)
+    L, info = torch.linalg.cholesky_ex(metric)
+    if int(info) != 0:
+        raise NotPositiveDefiniteError(f"metric must be symmetric positive definite (its Cholesky factorization "
+                                       f"failed at leading minor {int(info)})")
     box = _check_box(lower, upper, d) if lower is not None else None
     out, got = [], 0
     for _ in range(max_rounds):
@@ -84,8 +110,13 @@ def isotropic_ball(center, radius, n, lower=None, upper=None, generator=None) ->
 def trust_region_box(center, lengths, n, lower, upper, generator=None) -> torch.Tensor:
     """TuRBO's candidates: uniform in the box of side ``lengths`` around ``center``,
     clipped to the search bounds [lower, upper]."""
+    _check_center(center)
     d = center.shape[-1]
     lower, upper = _check_box(lower, upper, d)
+    n = check_int("n", n, 0)
+    lengths_t = torch.as_tensor(lengths)
+    if lengths_t.shape not in ((), (d,)) or not bool(torch.all(torch.isfinite(lengths_t) & (lengths_t > 0))):
+        raise ValueError(f"lengths must be finite and > 0, a number or ({d},), got {lengths!r}")
     lo = torch.maximum(center - lengths / 2, lower)
     hi = torch.minimum(center + lengths / 2, upper)
     return lo + (hi - lo) * torch.rand(n, d, generator=generator, dtype=center.dtype)

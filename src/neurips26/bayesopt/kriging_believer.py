@@ -38,6 +38,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
+from ._checks import check_int, check_points, check_real
 from .acquisition import BatchUpperConfidenceBound, LocallyPenalizedAcquisition
 from .space import SearchSpace
 
@@ -66,8 +67,9 @@ def fantasize(model, X: Tensor, fantasy: str = "y", lie: float | None = None,
     if fantasy not in FANTASIES:
         raise ValueError(f"fantasy must be one of {FANTASIES}, got {fantasy!r}")
     X = torch.as_tensor(X, dtype=torch.float64)
-    if X.ndim != 2 or len(X) == 0:
-        raise ValueError(f"X must be (n, d) with n >= 1, got {tuple(X.shape)}")
+    check_points("X", X, _model_dim(model), allow_empty=False)
+    if lie is not None:
+        check_real("lie", lie)
     with torch.no_grad():
         if fantasy == "liar":
             if lie is None:
@@ -90,6 +92,21 @@ def fantasize(model, X: Tensor, fantasy: str = "y", lie: float | None = None,
         if kw and num_fantasies is not None:
             kw["noise"] = kw["noise"].expand(num_fantasies, -1, 1)
         return model.condition_on_observations(X, y, **kw)
+
+
+def _model_dim(model) -> int | None:
+    """d of the inputs ``model`` takes (None when it does not say)."""
+    try:
+        return int(model.train_inputs[0].shape[-1])
+    except (AttributeError, IndexError, TypeError):
+        return None
+
+
+def _check_pending(pending, space: SearchSpace) -> Tensor | None:
+    """``pending`` as given, after checking it is None or a finite (p, d) tensor."""
+    if pending is None:
+        return None
+    return check_points("pending", pending, space.dim, rows="p")
 
 
 def _psd(S: Tensor) -> Tensor:
@@ -115,11 +132,14 @@ class KrigingBeliever:
                  seed: int = 0):
         if fantasy not in FANTASIES:
             raise ValueError(f"fantasy must be one of {FANTASIES}, got {fantasy!r}")
+        if lie is not None:
+            check_real("lie", lie)
         self.acquisition, self.space, self.fantasy, self.lie = acquisition, space, fantasy, lie
         self.generator = torch.Generator().manual_seed(seed)
 
     def propose(self, model, q: int = 1, pending: Tensor | None = None) -> Tensor:
         _check_q(q)
+        pending = _check_pending(pending, self.space)
         lie = self.lie
         if self.fantasy == "liar" and lie is None:
             lie = float(_train_y(model).min())
@@ -136,8 +156,7 @@ class KrigingBeliever:
 
 
 def _check_q(q):
-    if not (isinstance(q, int) and q >= 1):
-        raise ValueError(f"q must be a positive integer, got {q!r}")
+    check_int("q", q, 1)
 
 
 class BUCB:
@@ -147,8 +166,7 @@ class BUCB:
     so far (a variance that does not depend on the outcomes)."""
 
     def __init__(self, space: SearchSpace, beta: float = 4.0):
-        if beta < 0:
-            raise ValueError(f"beta must be >= 0, got {beta}")
+        check_real("beta", beta, low=0.0)
         self.space, self.beta = space, beta
 
     def acquisition(self, model, P: Tensor | None) -> BatchUpperConfidenceBound:
@@ -157,6 +175,7 @@ class BUCB:
 
     def propose(self, model, q: int = 1, pending: Tensor | None = None) -> Tensor:
         _check_q(q)
+        pending = _check_pending(pending, self.space)
         P = pending if pending is not None and len(pending) else None
         picks = []
         for _ in range(q):
@@ -177,6 +196,7 @@ class LocalPenalization:
     pick, with nothing pending, maximizes α itself."""
 
     def __init__(self, acquisition: Callable, space: SearchSpace, n_lipschitz: int = 512, seed: int = 0):
+        n_lipschitz = check_int("n_lipschitz", n_lipschitz, 1)
         self.acquisition, self.space, self.n_lipschitz, self.seed = acquisition, space, n_lipschitz, seed
 
     def lipschitz(self, model) -> float:
@@ -192,6 +212,7 @@ class LocalPenalization:
 
     def propose(self, model, q: int = 1, pending: Tensor | None = None) -> Tensor:
         _check_q(q)
+        pending = _check_pending(pending, self.space)
         L = self.lipschitz(model)
         M = float(_train_y(model).max())
         base = self.acquisition(model)
@@ -227,6 +248,7 @@ class QLogNEI:
     optimized jointly (continuous) or sequentially-greedily (discrete), pending as X_pending."""
 
     def __init__(self, space: SearchSpace, mc_samples: int = 128):
+        mc_samples = check_int("mc_samples", mc_samples, 1)
         self.space, self.mc_samples = space, mc_samples
 
     def propose(self, model, q: int = 1, pending: Tensor | None = None) -> Tensor:
@@ -234,6 +256,7 @@ class QLogNEI:
         from botorch.sampling import SobolQMCNormalSampler
 
         _check_q(q)
+        pending = _check_pending(pending, self.space)
         X_base = model.train_inputs[0]
         if hasattr(model, "input_transform"):
             X_base = model.input_transform.untransform(X_base)
@@ -262,14 +285,14 @@ def irgp_beta(domain_size: int, generator: torch.Generator | None = None) -> flo
     """IRGP-UCB's confidence parameter (Takeno, Inatsu & Karasuyama 2023): a draw from the
     two-parameter exponential distribution with shift s = 2 log(|D|/2) and rate λ = 1/2. It
     does not grow with t. For a continuous domain pass the size of a discretization."""
-    if domain_size < 2:
-        raise ValueError(f"domain_size must be >= 2, got {domain_size}")
+    check_real("domain_size", domain_size, low=2.0)
     e = -2.0 * math.log(1.0 - float(torch.rand(1, generator=generator, dtype=torch.float64)))
     return max(2 * math.log(domain_size / 2), 0.0) + e
 
 
 def irgp_ucb(domain_size: int, generator: torch.Generator | None = None) -> Callable:
     """A factory ``model -> UpperConfidenceBound`` with a fresh IRGP-UCB β at every call."""
+    check_real("domain_size", domain_size, low=2.0)
     from botorch.acquisition import UpperConfidenceBound
 
     return lambda model: UpperConfidenceBound(model, beta=irgp_beta(domain_size, generator))

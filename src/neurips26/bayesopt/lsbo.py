@@ -26,6 +26,7 @@ from typing import Callable, Sequence
 import torch
 from torch import Tensor
 
+from ._checks import check_int, check_real
 from ._gp import fit_gp
 from .geometry import isotropic_ball, mahalanobis_ball, trust_region_box
 from .vae import TokenCodec, train_vae
@@ -95,6 +96,19 @@ class LatentSpaceBO:
             raise ValueError(f"sampler must be 'turbo', 'geometry' or 'isotropic', got {sampler!r}")
         if kernel not in ("marginalized", "expected-rbf", "rbf"):
             raise ValueError(f"kernel must be 'marginalized', 'expected-rbf' or 'rbf', got {kernel!r}")
+        if not callable(objective):
+            raise TypeError(f"objective must be callable (object -> float), got {type(objective).__name__}")
+        batch_size = check_int("batch_size", batch_size, 1)
+        n_candidates = check_int("n_candidates", n_candidates, 1)
+        finetune_every = check_int("finetune_every", finetune_every, 0)
+        finetune_epochs = check_int("finetune_epochs", finetune_epochs, 0)
+        for name, value in (("length_init", length_init), ("length_min", length_min), ("length_max", length_max)):
+            check_real(name, value, low=0.0, low_open=True)
+        if not length_min <= length_init <= length_max:
+            raise ValueError(f"need length_min <= length_init <= length_max, got length_min={length_min}, "
+                             f"length_init={length_init}, length_max={length_max}")
+        if lengthscale_init is not None:
+            check_real("lengthscale_init", lengthscale_init, low=0.0, low_open=True)
         self.codec, self.objective, self.kernel, self.sampler = codec, objective, kernel, sampler
         self.batch_size, self.n_candidates = batch_size, n_candidates
         self.finetune_every, self.finetune_epochs = finetune_every, finetune_epochs
@@ -128,6 +142,7 @@ class LatentSpaceBO:
 
     def run(self, init_objects: Sequence, budget: int, progress: Callable[[int, float], None] | None = None) -> LSBOResult:
         """Evaluate ``init_objects``, then ``budget`` more objective calls chosen by BO."""
+        budget = check_int("budget", budget, 0)
         objects, scores = [], []
         n_invalid = 0
         for obj in init_objects:

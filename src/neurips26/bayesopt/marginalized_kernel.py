@@ -30,6 +30,8 @@ __all__ = ["MarginalizedQuadraticKernel", "ExpectedRBFKernel", "split_posterior"
 
 def split_posterior(x: torch.Tensor, covariance: str) -> tuple[torch.Tensor, torch.Tensor]:
     """(m (..., n, d), S) from rows [m, diag S] (S (..., n, d)) or [m, vec S] (S (..., n, d, d))."""
+    if covariance not in ("diag", "full"):
+        raise ValueError(f"covariance must be 'diag' or 'full', got {covariance!r}")
     width = x.shape[-1]
     if covariance == "diag":
         if width % 2:
@@ -58,6 +60,21 @@ class _LatentScales(Kernel):
     @property
     def lengthscale(self) -> torch.Tensor:
         return self.raw_lengthscale_constraint.transform(self.raw_lengthscale)
+
+    def _split_pair(self, x1, x2, covariance: str):
+        """(m1, S1, m2, S2), after checking that x1 and x2 have the same width and that their
+        latent dimension d is ``latent_dims`` (when set). Shapes only: no data is read."""
+        if x1.shape[-1] != x2.shape[-1]:
+            raise ValueError(f"{type(self).__name__}: x1 and x2 must have the same width, got x1 of width "
+                             f"{x1.shape[-1]} and x2 of width {x2.shape[-1]}")
+        m1, S1 = split_posterior(x1, covariance)
+        m2, S2 = split_posterior(x2, covariance)
+        d = m1.shape[-1]
+        if self.latent_dims is not None and d != self.latent_dims:
+            layout = "[m, diag S]" if covariance == "diag" else "[m, vec S]"
+            raise ValueError(f"{type(self).__name__}: latent_dims={self.latent_dims} but the inputs have d={d} "
+                             f"latent dimensions (width {x1.shape[-1]} = {layout})")
+        return m1, S1, m2, S2
 
     @lengthscale.setter
     def lengthscale(self, value):
@@ -99,8 +116,7 @@ class MarginalizedQuadraticKernel(_LatentScales):
         value = torch.as_tensor(value, dtype=self.raw_offset.dtype, device=self.raw_offset.device)
         self.initialize(raw_offset=self.raw_offset_constraint.inverse_transform(value.expand_as(self.raw_offset)))
 
-    def _scaled(self, x):
-        m, S = split_posterior(x, self.covariance)
+    def _scaled(self, m, S):
         inv = 1.0 / self.lengthscale  # (*batch, 1, d) or (*batch, 1, 1)
         if self.covariance == "full" and inv.shape[-1] == 1:
             inv = inv.expand(*inv.shape[:-1], m.shape[-1])
@@ -109,8 +125,9 @@ class MarginalizedQuadraticKernel(_LatentScales):
         return m, S
 
     def forward(self, x1, x2, diag: bool = False, **params):
-        m1, S1 = self._scaled(x1)
-        m2, S2 = self._scaled(x2)
+        m1, S1, m2, S2 = self._split_pair(x1, x2, self.covariance)
+        m1, S1 = self._scaled(m1, S1)
+        m2, S2 = self._scaled(m2, S2)
         c = self.offset
         if diag:
             mm = (m1 * m2).sum(-1)
@@ -149,8 +166,7 @@ class ExpectedRBFKernel(_LatentScales):
         self._init_scales(latent_dims)
 
     def forward(self, x1, x2, diag: bool = False, **params):
-        m1, s1 = split_posterior(x1, "diag")
-        m2, s2 = split_posterior(x2, "diag")
+        m1, s1, m2, s2 = self._split_pair(x1, x2, "diag")
         l2 = self.lengthscale**2  # (*batch, 1, d)
         if diag:
             var = l2 + s1 + s2

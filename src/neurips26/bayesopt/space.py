@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from ._checks import check_box, check_int, check_points
+
 __all__ = ["SearchSpace"]
 
 
@@ -14,7 +16,11 @@ __all__ = ["SearchSpace"]
 class SearchSpace:
     """Where acquisitions are maximized: the box ``bounds`` (2, d) by BoTorch's
     ``optimize_acqf`` (``num_restarts`` L-BFGS-B starts from ``raw_samples`` Sobol points),
-    or, when ``candidates`` (N, d) is given, exactly over that finite set."""
+    or, when ``candidates`` (N, d) is given, exactly over that finite set.
+
+    ValueError / TypeError for bounds that are not a finite (2, d) box with lower < upper,
+    candidates that are not a finite non-empty (N, d) tensor, and ``num_restarts``,
+    ``raw_samples`` or ``chunk`` that are not integers >= 1."""
 
     bounds: Tensor
     candidates: Tensor | None = None
@@ -23,13 +29,13 @@ class SearchSpace:
     chunk: int = 4096  # candidates per acquisition call, to bound memory
 
     def __post_init__(self):
-        self.bounds = torch.as_tensor(self.bounds, dtype=torch.float64)
-        if self.bounds.ndim != 2 or self.bounds.shape[0] != 2 or not torch.all(self.bounds[0] < self.bounds[1]):
-            raise ValueError(f"bounds must be (2, d) with lower < upper, got shape {tuple(self.bounds.shape)}")
+        self.bounds = check_box("bounds", torch.as_tensor(self.bounds, dtype=torch.float64))
         if self.candidates is not None:
-            self.candidates = torch.as_tensor(self.candidates, dtype=torch.float64)
-            if self.candidates.ndim != 2 or self.candidates.shape[1] != self.dim or len(self.candidates) == 0:
-                raise ValueError(f"candidates must be (N, {self.dim}), got {tuple(self.candidates.shape)}")
+            self.candidates = check_points("candidates", torch.as_tensor(self.candidates, dtype=torch.float64),
+                                           self.dim, allow_empty=False, rows="N")
+        self.num_restarts = check_int("num_restarts", self.num_restarts, 1)
+        self.raw_samples = check_int("raw_samples", self.raw_samples, 1)
+        self.chunk = check_int("chunk", self.chunk, 1)
 
     @property
     def dim(self) -> int:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ._checks import check_box, check_int, check_points, check_real
 from ._gp import fit_gp
 
 __all__ = ["SrinivasFinite", "SrinivasContinuous", "ChowdhuryGopalan", "regret_bounds", "StopDecision", "EpsDeltaRule", "UCBLCBGapRule", "EIThresholdRule",
@@ -109,6 +110,10 @@ def regret_bounds(t: int, sigma: float, beta: float, delta: float) -> tuple[floa
     """(classical, tighter) bounds on r_t from the posterior sd σ_{t−1}(x_t) (module docstring).
     The tighter proof needs β′_t ≤ β_t, true for |D| ≥ 2; for a one-point domain (regret 0
     anyway) the classical bound is returned for both."""
+    check_int("t", t, 1)
+    check_real("sigma", sigma, low=0.0)
+    check_real("beta", beta, low=0.0)
+    check_real("delta", delta, low=0.0, low_open=True, high=1.0, high_open=True)
     beta_single = 2 * math.log(t**2 * math.pi**2 / (3 * delta))
     classical = 2 * math.sqrt(beta) * sigma
     if beta_single > beta:
@@ -119,6 +124,11 @@ def regret_bounds(t: int, sigma: float, beta: float, delta: float) -> tuple[floa
 def gp_posterior(K: torch.Tensor, observed: list[int], y: torch.Tensor, noise: float):
     """Exact posterior mean and sd on every point of the finite domain, from the prior
     covariance K (|D|, |D|) and noisy observations y at the indices ``observed``."""
+    if K.ndim != 2 or K.shape[0] != K.shape[1]:
+        raise ValueError(f"K must be a square (|D|, |D|) covariance, got shape {tuple(K.shape)}")
+    check_real("noise", noise, low=0.0)
+    if y.shape != (len(observed),):
+        raise ValueError(f"y must hold one value per index in observed ({len(observed)}), got shape {tuple(y.shape)}")
     if not observed:
         return torch.zeros(len(K), dtype=K.dtype), K.diagonal().sqrt()
     idx = torch.tensor(observed)
@@ -157,7 +167,7 @@ class UCBLCBGapRule:
     """Makarova et al. (2022): stop when max UCB − max LCB ≤ ε; return argmax LCB."""
 
     def __init__(self, eps: float):
-        self.eps = eps
+        self.eps = check_real("eps", eps, low=0.0)
 
     def update(self, t, x_t, mu, sd, beta) -> StopDecision:
         lcb = mu - math.sqrt(beta) * sd
@@ -169,7 +179,7 @@ class EIThresholdRule:
     """Stop when the largest expected improvement over the best posterior mean is ≤ threshold."""
 
     def __init__(self, threshold: float):
-        self.threshold = threshold
+        self.threshold = check_real("threshold", threshold, low=0.0)
 
     def update(self, t, x_t, mu, sd, beta) -> StopDecision:
         best = mu.max()
@@ -181,7 +191,7 @@ class EIThresholdRule:
 
 class FixedBudget:
     def __init__(self, budget: int):
-        self.budget = budget
+        self.budget = check_int("budget", budget, 1)
 
     def update(self, t, x_t, mu, sd, beta) -> StopDecision:
         return StopDecision(t >= self.budget, float(self.budget - t), int(mu.argmax()), f"iteration {t}")
@@ -232,6 +242,11 @@ def gp_ucb(f: torch.Tensor, K: torch.Tensor, noise: float, rule, delta: float, m
     """GP-UCB on a finite domain with known prior K and true values f, until ``rule`` stops
     (or ``max_iter``). ``delta`` sets the algorithm's β_t; a rule's own δ only enters its
     bound. Returns the decision and the iteration it came at."""
+    if K.ndim != 2 or K.shape[0] != K.shape[1] or f.shape != (K.shape[0],):
+        raise ValueError(f"K must be (|D|, |D|) and f (|D|,), one value per point of the domain, got K "
+                         f"{tuple(K.shape)} and f {tuple(f.shape)}")
+    check_real("noise", noise, low=0.0)
+    check_int("max_iter", max_iter, 1)
     beta_fn = SrinivasFinite(len(K), delta)
     observed, ys = [], []
     decision = None
@@ -274,15 +289,18 @@ def bayes_opt_loop(objective, bounds: torch.Tensor, stopping, delta: float = 0.1
     from botorch.optim import optimize_acqf
     from torch.quasirandom import SobolEngine
 
-    bounds = torch.as_tensor(bounds, dtype=torch.float64)
-    if bounds.ndim != 2 or bounds.shape[0] != 2 or not torch.all(bounds[0] < bounds[1]):
-        raise ValueError(f"bounds must be (2, d) with lower < upper, got {tuple(bounds.shape)}")
+    bounds = check_box("bounds", torch.as_tensor(bounds, dtype=torch.float64))
+    n_init = check_int("n_init", n_init, 1)
+    max_iter = check_int("max_iter", max_iter, 1)
+    n_candidates = check_int("n_candidates", n_candidates, 1)
+    if noise is not None:
+        check_real("noise", noise, low=0.0)
     d = bounds.shape[1]
     sobol = SobolEngine(d, scramble=True, seed=seed)
     unit = lambda u: bounds[0] + (bounds[1] - bounds[0]) * u  # noqa: E731
     if candidates is not None:
-        cands = torch.as_tensor(candidates, dtype=torch.float64)
-        if cands.ndim != 2 or cands.shape[1] != d or len(cands) < 2:
+        cands = check_points("candidates", torch.as_tensor(candidates, dtype=torch.float64), d, rows="N")
+        if len(cands) < 2:
             raise ValueError(f"candidates must be (N >= 2, {d}), got {tuple(cands.shape)}")
         pick = torch.randperm(len(cands), generator=torch.Generator().manual_seed(seed))[:n_init]
         X = cands[pick]
