@@ -174,7 +174,7 @@ def get_norm(norm: str | Norm) -> Norm:
 def nsgd_step(
     params: list[torch.Tensor],
     grads: list[torch.Tensor],
-    momenta: list[torch.Tensor],
+    momenta: list[torch.Tensor] | None,
     norms: list[Norm],
     *,
     lr: float,
@@ -190,11 +190,20 @@ def nsgd_step(
 
     ``params`` and ``momenta`` (tensors of the parameters' shapes) are updated in place,
     as torch.optim's functional cores do: the momentum is advanced in its own buffer and
-    the step is one fused ``p.add_(d, alpha=-lr)``.
+    the step is one fused ``p.add_(d, alpha=-lr)``. ``momenta=None`` (with ``beta=0``) is
+    the memoryless step p ← p − lr·lmo(g) that the parameter servers of
+    :mod:`neurips26.distributed` take, without a buffer.
     """
+    if momenta is None:
+        if beta != 0 or nesterov:
+            raise ValueError(f"momenta=None is the memoryless step: it needs beta=0 and nesterov=False, got beta={beta!r}")
+        momenta = [None] * len(params)
     for p, g, m, norm in zip(params, grads, momenta, norms):
-        m.mul_(beta).add_(g, alpha=1 - beta)
-        direction = norm.lmo(g.mul(1 - beta).add(m, alpha=beta) if nesterov else m)
+        if m is None:
+            direction = norm.lmo(g)
+        else:
+            m.mul_(beta).add_(g, alpha=1 - beta)
+            direction = norm.lmo(g.mul(1 - beta).add(m, alpha=beta) if nesterov else m)
         if weight_decay:
             p.mul_(1 - lr * weight_decay)
         p.add_(direction, alpha=-lr)

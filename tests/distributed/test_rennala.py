@@ -24,7 +24,7 @@ def minibatch_nsgd(x0, batch, steps, lr, norm, seed, n_workers):
     x, out = x0.clone(), []
     for _ in range(steps):
         g = sum(noisy_grad(x, i % n_workers, rngs[i % n_workers]) for i in range(batch)) / batch
-        x = x - lr * norm.lmo(g)
+        x = x.add(norm.lmo(g), alpha=-lr)  # one rounding, as torch.optim's steps
         out.append(x.clone())
     return out
 

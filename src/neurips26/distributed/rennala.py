@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..geometry import Norm, get_norm
+from ..geometry import Norm, get_norm, nsgd_step
 from ._checks import check_int
 
 __all__ = [
@@ -81,11 +81,12 @@ class Server:
     def _step(self, g: torch.Tensor) -> None:
         if not torch.isfinite(g).all():
             raise FloatingPointError(f"non-finite gradient at step {self.k}: the server refuses to step with it")
-        d = g if self.norm is None else self.norm.lmo(g)
-        # Out of place (point_for hands self.x out) and unfused (x − (lr·d), two roundings):
-        # geometry.nsgd_step's fused p.add_(d, alpha=-lr) rounds once, so calling it here
-        # would move every recorded trajectory in its last bits.
-        self.x = self.x - self.lr * d
+        x = self.x.clone()  # point_for hands self.x out to workers: step a copy
+        if self.norm is None:
+            x.add_(g, alpha=-self.lr)
+        else:
+            nsgd_step([x], [g], None, [self.norm], lr=self.lr, beta=0.0, weight_decay=0.0, nesterov=False)
+        self.x = x
         self.k += 1
 
     def point_for(self, worker: int) -> tuple[torch.Tensor, int] | None:
