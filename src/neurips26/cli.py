@@ -107,6 +107,7 @@ def cmd_pome(args: argparse.Namespace) -> int:
     import re
 
     from .compression import DEFAULT_TARGETS, pome_checkpoint
+    from .compression.pome import check_pome_options
     from .compression.pome_io import total_bytes
 
     try:
@@ -121,7 +122,9 @@ def cmd_pome(args: argparse.Namespace) -> int:
         except ValueError:
             console.print(f"[red]error:[/] --scale must be 'fro', 'spectral' or a number, got {args.scale!r}")
             return 2
+    options = dict(rank=args.rank, rank_ratio=args.rank_ratio, scale=scale, gain=args.gain)
     try:
+        check_pome_options(options)  # before any file is read (total_bytes opens the checkpoint)
         total = total_bytes(args.finetuned)
         with _progress() as progress:
             task = progress.add_task("POME", total=total)
@@ -130,16 +133,18 @@ def cmd_pome(args: argparse.Namespace) -> int:
                 args.finetuned,
                 args.output,
                 targets=targets,
-                rank=args.rank,
-                rank_ratio=args.rank_ratio,
-                scale=scale,  # type: ignore[arg-type]
-                gain=args.gain,
                 overwrite=args.overwrite,
                 callback=lambda name, nbytes, edited: progress.advance(task, nbytes),
+                **options,  # type: ignore[arg-type]
             )
-    except (ValueError, TypeError, FileNotFoundError, FileExistsError, PermissionError) as exc:
+    except (ValueError, TypeError, OSError) as exc:
+        # OSError: a missing file (FileNotFoundError), an existing output (FileExistsError),
+        # permissions, a path through a file (NotADirectoryError), a full disk ...
         console.print(f"[red]error:[/] {exc}")
         return 2
+    if report.stale_removed:
+        out_console.print(f"removed {len(report.stale_removed)} stale temporary file(s) of an earlier interrupted "
+                          f"run: {', '.join(report.stale_removed)}")
     out_console.print(f"edited {len(report.edited)} tensors, copied the rest unchanged -> {args.output}")
     if report.skipped:
         out_console.print(f"skipped (matched but not a float matrix): {', '.join(sorted(report.skipped))}")
@@ -193,8 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     pm.add_argument("-o", "--output", required=True, help="output file (.safetensors) or folder")
     pm.add_argument("--rank", type=int, default=None, help="kept rank k (overrides --rank-ratio)")
     pm.add_argument("--rank-ratio", type=float, default=0.5, help="k = ratio * min(m, n) (default 0.5)")
-    pm.add_argument("--scale", default="fro", help="'fro' (default), 'spectral', or a number: the common singular value")
-    pm.add_argument("--gain", type=float, default=1.0, help="multiplies the common singular value")
+    pm.add_argument("--scale", default="fro",
+                    help="'fro' (default), 'spectral', or a finite number > 0: the common singular value")
+    pm.add_argument("--gain", type=float, default=1.0, help="multiplies the common singular value (finite, > 0)")
     pm.add_argument(
         "--targets", nargs="+", default=None,
         help="tensor names to edit: globs, or 're:REGEX' (default: FFN up-projections)",

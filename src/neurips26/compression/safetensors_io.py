@@ -67,6 +67,10 @@ class TensorInfo:
         return DTYPES[self.dtype]
 
 
+def _is_count(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
 class SafetensorsFile:
     """A read-only, memory-mapped safetensors file. ``read(name)`` copies one tensor
     into memory; ``raw(name)`` gives its bytes without interpreting them."""
@@ -84,15 +88,31 @@ class SafetensorsFile:
                 header = json.loads(fh.read(n))
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise ValueError(f"{self.path}: not a safetensors file (bad JSON header: {exc})") from None
+        if not isinstance(header, dict):
+            raise ValueError(f"{self.path}: not a safetensors file (the header is a JSON {type(header).__name__}, "
+                             "not an object)")
         self._data_start = 8 + n
         self.metadata: dict[str, str] | None = header.pop("__metadata__", None)
+        if self.metadata is not None and not isinstance(self.metadata, dict):
+            raise ValueError(f"{self.path}: the header's __metadata__ must be an object, got {self.metadata!r}")
         size = self.path.stat().st_size
         infos = {}
         for name, entry in header.items():
+            if not isinstance(entry, dict):
+                raise ValueError(f"{self.path}: tensor {name!r}: the header entry must be an object with dtype, "
+                                 f"shape and data_offsets, got {entry!r}")
             if entry.get("dtype") not in DTYPES:
                 raise ValueError(f"{self.path}: tensor {name!r} has unsupported dtype {entry.get('dtype')!r}")
-            begin, end = entry["data_offsets"]
-            shape = tuple(int(s) for s in entry["shape"])
+            offsets, shape = entry.get("data_offsets"), entry.get("shape")
+            if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_count(o) for o in offsets)
+                    and offsets[0] <= offsets[1]):
+                raise ValueError(f"{self.path}: tensor {name!r}: data_offsets must be [begin, end] with "
+                                 f"0 <= begin <= end, got {offsets!r}")
+            if not (isinstance(shape, list) and all(_is_count(s) for s in shape)):
+                raise ValueError(f"{self.path}: tensor {name!r}: shape must be a list of non-negative ints, "
+                                 f"got {shape!r}")
+            begin, end = offsets
+            shape = tuple(shape)
             expected = math.prod(shape) * DTYPES[entry["dtype"]].itemsize
             if end - begin != expected or self._data_start + end > size:
                 raise ValueError(f"{self.path}: tensor {name!r} has inconsistent offsets (file truncated?)")
@@ -189,6 +209,38 @@ def dtype_code(dtype: torch.dtype) -> str:
 INDEX_NAME = "model.safetensors.index.json"
 
 
+def _read_index(index: Path) -> dict[str, str]:
+    """The ``weight_map`` of a shard index, checked: a JSON object whose ``weight_map``
+    maps each tensor name to the file name of a shard in the same folder."""
+    try:
+        doc = json.loads(index.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{index}: not valid JSON ({exc})") from None
+    weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        got = (f"a JSON {type(doc).__name__}" if not isinstance(doc, dict) else
+               "no weight_map" if "weight_map" not in doc else f"weight_map = {weight_map!r:.80}")
+        raise ValueError(f"{index}: expected a JSON object whose \"weight_map\" maps tensor names to shard "
+                         f"files, got {got}")
+    for name, shard in weight_map.items():
+        if not isinstance(shard, str) or not shard.endswith(".safetensors") or Path(shard).name != shard:
+            raise ValueError(f"{index}: weight_map[{name!r}] must be the name of a .safetensors shard in the "
+                             f"same folder, got {shard!r}")
+    return weight_map
+
+
+def _check_index(index: Path, weight_map: Mapping[str, str], where: Mapping[str, "SafetensorsFile"]) -> None:
+    """The index and the shards it lists must agree tensor by tensor."""
+    for name, shard in weight_map.items():
+        held = where.get(name)
+        if held is None or held.path.name != shard:
+            found = f"it is in {held.path.name}" if held is not None else "no listed shard holds it"
+            raise ValueError(f"{index}: weight_map puts tensor {name!r} in {shard}, but {found}")
+    for name, f in where.items():
+        if name not in weight_map:
+            raise ValueError(f"{index}: tensor {name!r} of {f.path.name} is missing from weight_map")
+
+
 class CheckpointLayout:
     """A checkpoint given as one ``.safetensors`` file or as a Hugging Face model folder
     (``model.safetensors``, or shards listed by ``model.safetensors.index.json``).
@@ -207,27 +259,37 @@ class CheckpointLayout:
             if path.suffix != ".safetensors":
                 raise ValueError(f"{path}: expected a .safetensors file or a model folder")
             files = [path]
+            weight_map = None
             self.extra_files: list[Path] = []
         else:
             index = path / INDEX_NAME
             if index.exists():
-                weight_map = json.loads(index.read_text())["weight_map"]
+                weight_map = _read_index(index)
                 files = [path / f for f in dict.fromkeys(sorted(set(weight_map.values())))]
                 for f in files:
                     if not f.exists():
                         raise FileNotFoundError(f"{index} lists {f.name}, which is missing")
             else:
+                weight_map = None
                 files = sorted(path.glob("*.safetensors"))
                 if not files:
                     raise ValueError(f"{path}: no .safetensors file in this folder (.bin checkpoints are not supported)")
             self.extra_files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix != ".safetensors")
-        self.files = [SafetensorsFile(f) for f in files]
-        self.where: dict[str, SafetensorsFile] = {}
-        for f in self.files:
-            for name in f.tensors:
-                if name in self.where:
-                    raise ValueError(f"{path}: tensor {name!r} appears in two shards")
-                self.where[name] = f
+        self.files: list[SafetensorsFile] = []
+        try:
+            for f in files:
+                self.files.append(SafetensorsFile(f))
+            self.where: dict[str, SafetensorsFile] = {}
+            for f in self.files:
+                for name in f.tensors:
+                    if name in self.where:
+                        raise ValueError(f"{path}: tensor {name!r} appears in two shards")
+                    self.where[name] = f
+            if weight_map is not None:
+                _check_index(path / INDEX_NAME, weight_map, self.where)
+        except BaseException:
+            self.close()
+            raise
 
     def info(self, name: str) -> TensorInfo:
         return self.where[name].tensors[name]
