@@ -16,11 +16,27 @@ Elements: x · 2^(−e), rounded to the nearest E2M1 value, ties to the even enc
 saturated at ±6. Packing: two elements per byte, the even index in the low nibble.
 Last dimensions that are not a multiple of the block are zero-padded for quantization
 and the padding is dropped on dequantization; nothing is truncated.
+
+Inputs are converted to float32 first (the specification's conversion, like torchao's
+reference, starts from FP32 or BF16). A float64 input may hold finite values beyond
+float32's range (|x| > (2 − 2^−23)·2^127 ≈ 3.4e38); an IEEE cast would make them ±Inf and
+their block NaN. They saturate instead, to ±float32's largest value, as the specification
+has every conversion into E2M1 (which has no Inf) clamp to the largest magnitude: such a
+block gets the largest scale a float32 block can get and its element saturates at ±6
+(FLOOR: 6·2^125 ≈ 2.6e38). Non-finite inputs are not errors: a NaN or ±Inf makes its
+block's scale the NaN code 255 (the specification's rule for MXFP4, whose elements
+encode neither), that block alone decodes to NaN, and W4A8 refuses such tensors. torchao
+gives NaN the code 255 too but an Inf block code 253 (FLOOR) or 254 (RCEIL).
+
+MXFP4's range (up to 6·2^127) exceeds float32's: an element that decodes beyond it
+(possible with RCEIL scales near float32's largest value) dequantizes to ±Inf in float32
+and exactly in float64. Empty inputs (a zero dimension) give empty results.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import torch
@@ -30,6 +46,7 @@ __all__ = ["MXFP4Tensor", "quantize_mxfp4", "fake_quantize_mxfp4", "E2M1_VALUES"
 E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 _E2M1_MAX_POW2 = 2
 _NAN_SCALE = 255
+_F32_MAX = torch.finfo(torch.float32).max
 
 
 @dataclass(frozen=True)
@@ -42,24 +59,53 @@ class MXFP4Tensor:
     shape: tuple
     block: int = 32
 
+    def __post_init__(self):
+        block = _check_block(self.block)
+        for name in ("packed", "scales"):
+            t = getattr(self, name)
+            if not isinstance(t, torch.Tensor) or t.dtype != torch.uint8:
+                got = t.dtype if isinstance(t, torch.Tensor) else type(t).__name__
+                raise TypeError(f"{name} must be a uint8 torch.Tensor, got {got}")
+        try:
+            shape = tuple(int(s) for s in self.shape)
+        except (TypeError, ValueError):
+            raise TypeError(f"shape must be a tuple of ints, got {self.shape!r}") from None
+        if not shape or min(shape) < 0:
+            raise ValueError(f"shape must hold at least one dimension, none negative, got {shape}")
+        blocks = -(-shape[-1] // block)
+        for name, last in (("packed", blocks * block // 2), ("scales", blocks)):
+            want = (*shape[:-1], last)
+            if tuple(getattr(self, name).shape) != want:
+                raise ValueError(f"{name} has shape {tuple(getattr(self, name).shape)}, but shape {shape} in blocks "
+                                 f"of {block} needs {want}")
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "block", block)
+
     @property
     def bits_per_element(self) -> float:
         """Storage bits per original element (4.25 for blocks of 32 without padding)."""
-        return 8.0 * (self.packed.numel() + self.scales.numel()) / math.prod(self.shape)
+        n = math.prod(self.shape)
+        if n == 0:
+            raise ValueError(f"an empty MXFP4Tensor (shape {self.shape}) has no bits per element")
+        return 8.0 * (self.packed.numel() + self.scales.numel()) / n
 
     def codes(self) -> torch.Tensor:
         """The unpacked 4-bit element codes (..., padded) as uint8."""
         low, high = self.packed & 0x0F, self.packed >> 4
-        return torch.stack([low, high], dim=-1).reshape(*self.packed.shape[:-1], -1)
+        return torch.stack([low, high], dim=-1).reshape(*self.packed.shape[:-1], 2 * self.packed.shape[-1])
 
     def dequantize(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """The decoded values (``shape``) in ``dtype`` (a floating-point dtype): NaN for the
+        elements of a block with the NaN scale code 255."""
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
         codes = self.codes()
         grid = torch.tensor(E2M1_VALUES, dtype=torch.float64, device=codes.device)
         mag = grid[(codes & 0x7).long()]
         vals = torch.where((codes & 0x8).bool(), -mag, mag)
         exps = self.scales.to(torch.float64) - 127.0
         scale = torch.where(self.scales == _NAN_SCALE, torch.nan, torch.exp2(exps))
-        out = (vals.reshape(*vals.shape[:-1], -1, self.block) * scale[..., None]).reshape(vals.shape)
+        out = (vals.reshape(*vals.shape[:-1], self.scales.shape[-1], self.block) * scale[..., None]).reshape(vals.shape)
         return out[..., : self.shape[-1]].to(dtype)
 
 
@@ -97,25 +143,40 @@ def _round_e2m1(q: torch.Tensor) -> torch.Tensor:
 
 
 def _check_block(block) -> int:
-    if not (isinstance(block, int) and not isinstance(block, bool) and block > 0 and block % 2 == 0):
+    if not (isinstance(block, numbers.Integral) and not isinstance(block, bool) and block > 0 and block % 2 == 0):
         raise ValueError(f"block must be a positive even int (MX uses 32), got {block!r}")
-    return block
+    return int(block)
+
+
+def _to_float32(x: torch.Tensor) -> torch.Tensor:
+    """x in float32, finite values beyond float32's range saturated to ±its largest value
+    (the plain cast, kept for every value within range, would make them ±Inf)."""
+    if x.dtype != torch.float32 and torch.finfo(x.dtype).max > _F32_MAX:
+        x = torch.where(torch.isfinite(x), x.clamp(-_F32_MAX, _F32_MAX), x)
+    return x.to(torch.float32)
 
 
 def quantize_mxfp4(x: torch.Tensor, block: int = 32, scale_mode: str = "floor") -> MXFP4Tensor:
-    """Quantize ``x`` (any float dtype, at least 1-D) to MXFP4 along its last dimension."""
-    _check_block(block)
+    """Quantize ``x`` (any float dtype, at least 1-D) to MXFP4 along its last dimension.
+
+    Finite values beyond float32's range saturate; a NaN or ±Inf makes its block NaN (the
+    scale code 255); an empty ``x`` gives an empty result (module docstring)."""
+    block = _check_block(block)
     if scale_mode not in ("floor", "rceil"):
         raise ValueError(f"scale_mode must be 'floor' or 'rceil', got {scale_mode!r}")
-    if not torch.is_floating_point(x) or x.ndim < 1 or x.shape[-1] == 0:
-        raise ValueError(f"need a floating tensor with a non-empty last dimension, got {x.dtype} {tuple(x.shape)}")
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    if not torch.is_floating_point(x):
+        raise ValueError(f"x must be a floating-point tensor, got {x.dtype}")
+    if x.ndim < 1:
+        raise ValueError("x must have at least one dimension (the blocks run along the last), got a 0-d tensor")
     shape = tuple(x.shape)
     n = shape[-1]
     pad = (-n) % block
-    xf = x.detach().to(torch.float32)
+    xf = _to_float32(x.detach())
     if pad:
         xf = torch.nn.functional.pad(xf, (0, pad))
-    blocks = xf.reshape(*shape[:-1], -1, block)
+    blocks = xf.reshape(*shape[:-1], (n + pad) // block, block)
     amax = blocks.abs().amax(dim=-1)
     # amax is NaN when a NaN is in the block (amax propagates NaN)
     codes = _scale_codes(amax, scale_mode)
@@ -123,7 +184,7 @@ def quantize_mxfp4(x: torch.Tensor, block: int = 32, scale_mode: str = "floor") 
     # 2^−126, and every such value rounds to the code 0 anyway
     e = codes.to(torch.int32) - 127
     q = torch.ldexp(blocks, (-e)[..., None].to(torch.float32))
-    elems = _round_e2m1(q).reshape(*shape[:-1], -1)
+    elems = _round_e2m1(q).reshape(*shape[:-1], n + pad)
     packed = elems[..., 0::2] | (elems[..., 1::2] << 4)
     return MXFP4Tensor(packed.contiguous(), codes.contiguous(), shape, block)
 

@@ -31,6 +31,8 @@ FP8_MAX = 448.0  # largest finite float8_e4m3fn
 def mxfp4_to_fp8(t: MXFP4Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(W8, row scale): W8 (…, N, K) float8_e4m3fn and a float32 (…, N, 1) power of two with
     W8 · scale equal to ``t.dequantize()`` (module docstring for the exact range)."""
+    if not isinstance(t, MXFP4Tensor):
+        raise TypeError(f"t must be an MXFP4Tensor, got {type(t).__name__}")
     if (t.scales == 255).any():
         raise ValueError("the MXFP4 tensor has NaN scales (code 255): its source had non-finite values")
     exps = t.scales.to(torch.int32) - 127
@@ -41,12 +43,17 @@ def mxfp4_to_fp8(t: MXFP4Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def quantize_fp8_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-row dynamic e4m3 quantization of a 2-D ``x``: (x8, scale (M, 1) float32), x ≈ x8 · scale."""
+    """Per-row dynamic e4m3 quantization of a 2-D ``x``: (x8, scale (M, 1) float32), x ≈ x8 · scale.
+    An empty ``x`` gives an empty x8 and scales of 1; NaN or inf values are refused."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if x.ndim != 2:
-        raise ValueError(f"expected a 2-D activation matrix, got shape {tuple(x.shape)}")
+        raise ValueError(f"x: expected a 2-D activation matrix, got shape {tuple(x.shape)}")
+    if x.shape[1] == 0:
+        return x.to(torch.float8_e4m3fn), torch.ones(x.shape[0], 1, dtype=torch.float32, device=x.device)
     amax = x.abs().amax(dim=1, keepdim=True).to(torch.float32)
     if not torch.isfinite(amax).all():
-        raise ValueError("the activations hold NaN or inf values")
+        raise ValueError("x (the activations) holds NaN or inf values")
     scale = torch.where(amax > 0, amax / FP8_MAX, torch.ones_like(amax))
     return (x.to(torch.float32) / scale).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn), scale
 
@@ -54,6 +61,14 @@ def quantize_fp8_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 def w4a8_matmul(x: torch.Tensor, w8: torch.Tensor, w_scale: torch.Tensor,
                 out_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
     """x (M, K) @ W.T for W = w8 · w_scale (N, K): x quantized per row to e4m3, one FP8 matmul."""
+    if not isinstance(w8, torch.Tensor) or w8.dtype != torch.float8_e4m3fn or w8.ndim != 2:
+        got = f"{w8.dtype} {tuple(w8.shape)}" if isinstance(w8, torch.Tensor) else type(w8).__name__
+        raise TypeError(f"w8 must be a 2-D float8_e4m3fn tensor (N, K) (from mxfp4_to_fp8), got {got}")
+    if isinstance(x, torch.Tensor) and x.ndim == 2 and x.shape[1] != w8.shape[1]:
+        raise ValueError(f"x (M, K) and w8 (N, K) disagree on K: x {tuple(x.shape)}, w8 {tuple(w8.shape)}")
+    if not isinstance(w_scale, torch.Tensor) or w_scale.numel() != w8.shape[0] or w_scale.dtype != torch.float32:
+        got = f"{w_scale.dtype} {tuple(w_scale.shape)}" if isinstance(w_scale, torch.Tensor) else type(w_scale).__name__
+        raise ValueError(f"w_scale must be float32 with one scale per row of w8 ({w8.shape[0]}, 1), got {got}")
     x8, x_scale = quantize_fp8_rows(x)
     return torch._scaled_mm(x8, w8.t(), scale_a=x_scale, scale_b=w_scale.reshape(1, -1), out_dtype=out_dtype)
 
@@ -63,6 +78,10 @@ class W4A8Experts(torch.nn.Module):
 
     def __init__(self, experts: torch.nn.Module, cache_fp8: bool = True, out_dtype: torch.dtype | None = None):
         super().__init__()
+        if not all(isinstance(getattr(experts, n, None), torch.Tensor) for n in ("gate_up_proj", "down_proj")) \
+                or not callable(getattr(experts, "act_fn", None)):
+            raise TypeError(f"experts must be a fused experts module (gate_up_proj (E, 2I, H), down_proj (E, H, I), "
+                            f"act_fn), got {type(experts).__name__}")
         gate_up, down = experts.gate_up_proj.detach(), experts.down_proj.detach()
         if gate_up.ndim != 3 or down.ndim != 3 or gate_up.shape[0] != down.shape[0]:
             raise ValueError(f"expected fused experts gate_up_proj (E, 2I, H) and down_proj (E, H, I), got "
@@ -71,6 +90,8 @@ class W4A8Experts(torch.nn.Module):
             if w.shape[-1] % 32 or w.shape[-2] % 16:
                 raise ValueError(f"{name} {tuple(w.shape)}: FP8 matmuls need the reduction dim a multiple of 32 "
                                  "(MXFP4 blocks) and the output dim a multiple of 16")
+            if not torch.isfinite(w).all():
+                raise ValueError(f"{name} holds NaN or inf values: their MXFP4 blocks would be NaN")
         self.num_experts = gate_up.shape[0]
         self.act_fn = experts.act_fn
         self.cache_fp8 = cache_fp8
