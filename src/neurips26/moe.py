@@ -12,6 +12,7 @@ indices), each with one row per token: (T, E), (T, k), (T, k).
 
 from __future__ import annotations
 
+import numbers
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -51,9 +52,19 @@ def _is_block(mod) -> bool:
 
 def find_moe_blocks(model: torch.nn.Module) -> list[MoEBlock]:
     """Every MoE block of ``model``, in module order. Raises a ValueError naming what was
-    found when there is none (an unsupported layout, e.g. per-expert nn.Linear lists)."""
-    blocks = [MoEBlock(name, mod, mod.gate, mod.experts, int(getattr(mod.gate, "top_k")))
-              for name, mod in model.named_modules() if _is_block(mod) and hasattr(mod.gate, "top_k")]
+    found when there is none (an unsupported layout, e.g. per-expert nn.Linear lists), or
+    naming the block whose router's ``top_k`` is not an int in [1, E]."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    blocks = []
+    for name, mod in model.named_modules():
+        if not (_is_block(mod) and hasattr(mod.gate, "top_k")):
+            continue
+        top_k, E = mod.gate.top_k, mod.gate.weight.shape[0]
+        if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or not 1 <= top_k <= E:
+            raise ValueError(f"MoE block {name!r}: its router's top_k must be an int in [1, {E}] "
+                             f"(the number of experts), got {top_k!r}")
+        blocks.append(MoEBlock(name, mod, mod.gate, mod.experts, int(top_k)))
     if not blocks:
         looks = sorted({type(m).__name__ for n, m in model.named_modules() if "expert" in n.lower() or "moe" in n.lower()})
         raise ValueError(f"{type(model).__name__}: no MoE block found (a module with .gate.weight (E, H), .gate.top_k and "
@@ -69,6 +80,13 @@ def route_weights(gate: torch.nn.Module, logits: torch.Tensor, indices: torch.Te
     ``norm_topk_prob``); for DeepSeek-V3's sigmoid router (it has
     ``e_score_correction_bias``), sigmoid scores, renormalized when ``norm_topk_prob``,
     times ``routed_scaling_factor``."""
+    if not isinstance(logits, torch.Tensor) or logits.ndim != 2:
+        raise ValueError(f"logits must be a (T, E) tensor, got {_shape(logits)}")
+    if not isinstance(indices, torch.Tensor) or indices.dtype not in (torch.int64, torch.int32):
+        raise TypeError(f"indices must be an int64 (T, k) tensor of expert indices, got {_shape(indices)}")
+    if indices.ndim != 2 or indices.shape[0] != logits.shape[0]:
+        raise ValueError(f"indices must be (T, k) with the T = {logits.shape[0]} tokens of logits, got "
+                         f"{tuple(indices.shape)}")
     if hasattr(gate, "e_score_correction_bias"):
         w = logits.float().sigmoid().gather(1, indices)
         if getattr(gate, "norm_topk_prob", False):
@@ -78,6 +96,10 @@ def route_weights(gate: torch.nn.Module, logits: torch.Tensor, indices: torch.Te
     if getattr(gate, "norm_topk_prob", True):
         w = w / w.sum(dim=-1, keepdim=True)
     return w.to(logits.dtype)
+
+
+def _shape(t) -> str:
+    return f"{t.dtype} {tuple(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
 
 
 @dataclass
@@ -113,17 +135,32 @@ def record_routes(blocks: list[MoEBlock]):
 def expert_loads(indices: torch.Tensor, num_experts: int) -> torch.Tensor:
     """How many times each expert was chosen: a float64 (E,) count over the top-k
     ``indices`` (any shape, e.g. (T, k)) of one block."""
-    if not (isinstance(num_experts, int) and num_experts >= 1):
+    if isinstance(num_experts, bool) or not (isinstance(num_experts, numbers.Integral) and num_experts >= 1):
         raise ValueError(f"num_experts must be an int >= 1, got {num_experts!r}")
+    num_experts = int(num_experts)
+    if not isinstance(indices, torch.Tensor) or indices.is_floating_point() or indices.is_complex() \
+            or indices.dtype == torch.bool:
+        raise TypeError(f"indices must be an integer tensor of expert indices, got {_shape(indices)}")
     if indices.numel() and (int(indices.min()) < 0 or int(indices.max()) >= num_experts):
         raise ValueError(f"indices must lie in [0, {num_experts}), got {int(indices.min())}..{int(indices.max())}")
     return torch.bincount(indices.reshape(-1), minlength=num_experts).double()
 
 
 def routing_agreement(ref: torch.Tensor, other: torch.Tensor) -> dict:
-    """Exact top-k set match rate and mean Jaccard index between two (tokens, k) routings."""
+    """Exact top-k set match rate and mean Jaccard index between two (tokens, k) routings
+    (integer expert indices, at least one token)."""
+    for name, t in (("ref", ref), ("other", other)):
+        if not isinstance(t, torch.Tensor) or t.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8,
+                                                               torch.uint8):
+            raise TypeError(f"{name} must be an integer (tokens, k) tensor of expert indices, got {_shape(t)}")
     if ref.ndim != 2 or ref.shape != other.shape:
         raise ValueError(f"need two (tokens, k) routings of one shape, got {tuple(ref.shape)} and {tuple(other.shape)}")
+    if ref.numel() == 0:
+        raise ValueError(f"ref and other are empty ({tuple(ref.shape)}): no routing to compare")
+    for name, t in (("ref", ref), ("other", other)):
+        if int(t.min()) < 0:
+            raise ValueError(f"{name} holds a negative expert index ({int(t.min())})")
+    ref, other = ref.long(), other.long()
     E = int(max(ref.max(), other.max())) + 1
     a = torch.zeros(ref.shape[0], E, dtype=torch.bool).scatter_(1, ref, True)
     b = torch.zeros(other.shape[0], E, dtype=torch.bool).scatter_(1, other, True)

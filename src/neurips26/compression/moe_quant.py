@@ -10,8 +10,11 @@ weights (T, k), top-k indices (T, k)) and its fused experts hold ``gate_up_proj`
 
 from __future__ import annotations
 
+import math
+import numbers
+import operator
 from contextlib import contextmanager
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import torch
 
@@ -81,6 +84,8 @@ def router_margins(logits: torch.Tensor, k: int) -> torch.Tensor:
     """m(x) = s_(k) − s_(k+1), the gap between the k-th and (k+1)-th largest logits per token.
     Any perturbation with 2·max_i |Δs_i| < m(x) keeps the top-k set (each chosen logit falls
     by less than m/2, each other rises by less than m/2)."""
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise TypeError(f"k must be an int, got {k!r} of type {type(k).__name__}")
     if not 0 < k < logits.shape[-1]:
         raise ValueError(f"need 0 < k < number of experts, got k={k}, E={logits.shape[-1]}")
     top = logits.topk(k + 1, dim=-1).values
@@ -92,6 +97,16 @@ def margin_diagnostic(ref_logits: torch.Tensor, new_logits: torch.Tensor, k: int
     same tokens: ``predicted_flip`` is the fraction of tokens the bound cannot certify
     (2·max|Δs| ≥ m), ``measured_flip`` the fraction whose top-k set changed; the bound
     guarantees measured ≤ predicted. Also margin quantiles (10 %, 50 %, 90 %)."""
+    if not isinstance(ref_logits, torch.Tensor) or ref_logits.ndim != 2:
+        raise ValueError(f"ref_logits must be a (tokens, E) tensor, got {getattr(ref_logits, 'shape', ref_logits)!r}")
+    if not isinstance(new_logits, torch.Tensor) or new_logits.shape != ref_logits.shape:
+        raise ValueError(f"new_logits must have ref_logits' shape {tuple(ref_logits.shape)}, got "
+                         f"{tuple(getattr(new_logits, 'shape', ()))}")
+    if ref_logits.shape[0] == 0:
+        raise ValueError("ref_logits and new_logits are empty (no tokens)")
+    for name, t in (("ref_logits", ref_logits), ("new_logits", new_logits)):
+        if not torch.isfinite(t).all():
+            raise ValueError(f"{name} holds NaN or inf values")
     m = router_margins(ref_logits.float(), k)
     delta = (new_logits.float() - ref_logits.float()).abs().amax(dim=-1)
     a = ref_logits.topk(k).indices.sort(-1).values
@@ -106,15 +121,30 @@ def allocate_ranks(singular_values: list[torch.Tensor], loads, budget: int) -> l
     """Ranks r_e with Σ r_e = budget (or every available direction, if fewer) maximizing
     Σ_e ℓ_e Σ_{i≤r_e} σ²_{e,i}: greedily, the largest marginal gain ℓ_e σ²_{e, r_e+1} next.
     Exact because each expert's gains are non-increasing in i (σ sorted descending), so the
-    optimum takes a prefix of each expert's gains: the budget's largest gains overall."""
-    loads = torch.as_tensor(loads, dtype=torch.float64)
-    if len(singular_values) != len(loads) or torch.any(loads < 0) or not torch.isfinite(loads).all():
-        raise ValueError("need one non-negative finite load per expert")
+    optimum takes a prefix of each expert's gains: the budget's largest gains overall.
+
+    ``singular_values[e]`` is expert e's 1-D spectrum (finite, >= 0, descending), ``loads``
+    one finite load >= 0 per expert, ``budget`` an int >= 0."""
+    if isinstance(budget, bool) or not isinstance(budget, numbers.Integral):
+        raise TypeError(f"budget must be an int >= 0, got {budget!r} of type {type(budget).__name__}")
     if budget < 0:
         raise ValueError(f"budget must be >= 0, got {budget}")
+    budget = int(budget)
+    loads = torch.as_tensor(loads, dtype=torch.float64)
+    if loads.ndim != 1 or len(singular_values) != len(loads):
+        raise ValueError(f"loads must hold one load per expert: {len(singular_values)} experts, got loads of shape "
+                         f"{tuple(loads.shape)}")
+    if torch.any(loads < 0) or not torch.isfinite(loads).all():
+        raise ValueError(f"loads must be finite and >= 0, got {loads.tolist()}")
+    if len(singular_values) == 0:
+        return []
     gains, owner = [], []
     for e, s in enumerate(singular_values):
         s = torch.as_tensor(s, dtype=torch.float64)
+        if s.ndim != 1:
+            raise ValueError(f"singular_values[{e}] (expert {e}) must be 1-D, got shape {tuple(s.shape)}")
+        if not torch.isfinite(s).all() or torch.any(s < 0):
+            raise ValueError(f"singular_values[{e}] (expert {e}) must be finite and >= 0")
         if torch.any(s[1:] > s[:-1]):
             raise ValueError(f"expert {e}: singular values must be sorted in descending order")
         gains.append(loads[e] * s**2)
@@ -127,7 +157,18 @@ def allocate_ranks(singular_values: list[torch.Tensor], loads, budget: int) -> l
 
 def low_rank_compensation(residual: torch.Tensor, rank: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(B, A) with B A the best rank-``rank`` approximation of ``residual`` (Eckart–Young):
-    B = U_r diag(σ_r)^{1/2}, A = diag(σ_r)^{1/2} V_rᵀ, balanced for adapter training."""
+    B = U_r diag(σ_r)^{1/2}, A = diag(σ_r)^{1/2} V_rᵀ, balanced for adapter training.
+    ``residual`` is a finite (m, n) matrix, ``rank`` an int in [0, min(m, n)]."""
+    if not isinstance(residual, torch.Tensor) or residual.ndim != 2 or not residual.is_floating_point():
+        raise ValueError(f"residual must be a floating-point (m, n) matrix, got "
+                         f"{getattr(residual, 'dtype', type(residual).__name__)} {tuple(getattr(residual, 'shape', ()))}")
+    if isinstance(rank, bool) or not isinstance(rank, numbers.Integral):
+        raise TypeError(f"rank must be an int, got {rank!r} of type {type(rank).__name__}")
+    if not 0 <= rank <= min(residual.shape):
+        raise ValueError(f"rank must be in [0, min(m, n)] = [0, {min(residual.shape)}], got {rank}")
+    if not torch.isfinite(residual).all():
+        raise ValueError("residual holds NaN or inf values")
+    rank = int(rank)
     if rank == 0:
         return residual.new_zeros(residual.shape[0], 0), residual.new_zeros(0, residual.shape[1])
     U, S, Vh = torch.linalg.svd(residual.double(), full_matrices=False)
@@ -137,19 +178,43 @@ def low_rank_compensation(residual: torch.Tensor, rank: int) -> tuple[torch.Tens
 
 # --- quantization-aware training of expert adapters -------------------------------------------
 
+def _check_ranks(ranks, E: int, what: str = "ranks") -> list[int]:
+    """One int rank >= 0 per expert."""
+    try:
+        items = list(ranks)
+        if any(isinstance(r, bool) for r in items):
+            raise TypeError
+        out = [operator.index(r) for r in items]
+    except TypeError:
+        raise TypeError(f"{what} must be a list of {E} ints (one rank per expert), got {ranks!r}") from None
+    if len(out) != E or min(out, default=0) < 0:
+        raise ValueError(f"{what}: need {E} non-negative ranks, got {out}")
+    return out
+
+
+def _check_weight(weight, what: str = "weight") -> None:
+    if not isinstance(weight, torch.Tensor) or weight.ndim != 3 or not weight.is_floating_point():
+        raise ValueError(f"{what} must be a floating-point fused expert weight (E, out, in), got "
+                         f"{getattr(weight, 'dtype', type(weight).__name__)} {tuple(getattr(weight, 'shape', ()))}")
+    if not torch.isfinite(weight).all():
+        raise ValueError(f"{what} holds NaN or inf values: its MXFP4 blocks would be NaN")
+
+
 class QuantizedExpertsWithAdapter(torch.nn.Module):
     """A parametrization of a fused expert weight W (E, out, in): Q(W) + B_e A_e per expert,
     Q the MXFP4 fake quantization of the frozen W (computed once), A and B the trainable
-    adapter, of rank ``ranks[e]`` for expert e (padded to the largest rank and masked)."""
+    adapter, of rank ``ranks[e]`` for expert e (padded to the largest rank and masked).
+    ``weight`` must be finite; ``init="residual"`` needs every rank <= min(out, in)."""
 
     def __init__(self, weight: torch.Tensor, ranks, init: str = "zeros", scale_mode: str = "floor"):
         super().__init__()
         from .mxfp4 import quantize_mxfp4
 
+        _check_weight(weight)
         E, out, inp = weight.shape
-        ranks = [int(r) for r in ranks]
-        if len(ranks) != E or min(ranks) < 0:
-            raise ValueError(f"need {E} non-negative ranks, got {ranks}")
+        ranks = _check_ranks(ranks, E)
+        if init not in ("zeros", "residual"):
+            raise ValueError(f"init must be 'zeros' or 'residual', got {init!r}")
         r = max(ranks + [1])
         with torch.no_grad():
             base = quantize_mxfp4(weight.detach(), scale_mode=scale_mode).dequantize(weight.dtype)
@@ -177,27 +242,43 @@ def prepare_qat(model: torch.nn.Module, ranks: dict | int = 4, init: str = "zero
     freeze everything else (routers included). ``ranks``: one int for every expert, or a
     dict of per-expert rank lists (from :func:`allocate_ranks`) keyed by block name or by
     ``"{block}.gate_up_proj"`` / ``"{block}.down_proj"``. Returns the adapter parameters
-    (what the optimizer should get)."""
+    (what the optimizer should get). Everything is checked (ranks, ``init``,
+    ``scale_mode``, finite expert weights) before the model is touched: on an error it is
+    left as it was."""
     from torch.nn.utils import parametrize
 
     blocks = find_moe_blocks(model)
+    if isinstance(ranks, bool) or not isinstance(ranks, (numbers.Integral, Mapping)):
+        raise TypeError(f"ranks must be an int or a dict of per-expert rank lists, got {ranks!r}")
+    if init not in ("zeros", "residual"):
+        raise ValueError(f"init must be 'zeros' or 'residual', got {init!r}")
+    if scale_mode not in ("floor", "rceil"):
+        raise ValueError(f"scale_mode must be 'floor' or 'rceil', got {scale_mode!r}")
+    plan = []
+    for b in blocks:
+        for pname in ("gate_up_proj", "down_proj"):
+            key = f"{b.name}.{pname}"
+            if isinstance(ranks, numbers.Integral):
+                per_expert = _check_ranks([int(ranks)] * b.num_experts, b.num_experts)
+            elif key in ranks or b.name in ranks:
+                per_expert = _check_ranks(ranks[key] if key in ranks else ranks[b.name], b.num_experts,
+                                          f"ranks[{key if key in ranks else b.name!r}]")
+            else:
+                raise ValueError(f"ranks gives no ranks for {key}: give them under {key!r} or {b.name!r}")
+            param = getattr(b.experts, pname)
+            _check_weight(param, key)
+            if init == "residual" and max(per_expert, default=0) > min(param.shape[1:]):
+                raise ValueError(f"ranks for {key}: init='residual' needs ranks <= {min(param.shape[1:])}, "
+                                 f"got {per_expert}")
+            plan.append((b, pname, per_expert))
     for p in model.parameters():
         p.requires_grad_(False)
     adapters = []
-    for b in blocks:
-        for pname in ("gate_up_proj", "down_proj"):
-            if isinstance(ranks, int):
-                per_expert = [ranks] * b.num_experts
-            elif f"{b.name}.{pname}" in ranks:
-                per_expert = ranks[f"{b.name}.{pname}"]
-            elif b.name in ranks:
-                per_expert = ranks[b.name]
-            else:
-                raise KeyError(f"no ranks given for {b.name} ({pname})")
-            param = getattr(b.experts, pname)
-            adapter = QuantizedExpertsWithAdapter(param, per_expert, init, scale_mode)
-            parametrize.register_parametrization(b.experts, pname, adapter, unsafe=True)
-            adapters += [adapter.A, adapter.B]
+    for b, pname, per_expert in plan:
+        param = getattr(b.experts, pname)
+        adapter = QuantizedExpertsWithAdapter(param, per_expert, init, scale_mode)
+        parametrize.register_parametrization(b.experts, pname, adapter, unsafe=True)
+        adapters += [adapter.A, adapter.B]
     return adapters
 
 
@@ -258,12 +339,13 @@ def distill_adapters(student: torch.nn.Module, teacher: torch.nn.Module, batches
 
     Returns the loss of every step.
     """
-    if not (isinstance(steps, int) and steps >= 0):
+    if isinstance(steps, bool) or not (isinstance(steps, numbers.Integral) and steps >= 0):
         raise ValueError(f"steps must be an int >= 0, got {steps!r}")
+    steps = int(steps)
     if len(batches) == 0:
         raise ValueError("batches is empty")
-    if not lr > 0:
-        raise ValueError(f"lr must be > 0, got {lr!r}")
+    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not (math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a finite float > 0, got {lr!r}")
     if not 0.0 <= replay_fraction <= 1.0:
         raise ValueError(f"replay_fraction must be in [0, 1], got {replay_fraction!r}")
     blocks = find_moe_blocks(student)
