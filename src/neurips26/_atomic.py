@@ -57,6 +57,10 @@ def atomic_directory(path: str | os.PathLike, overwrite: bool = False) -> Iterat
     old directory is removed only after the new one is complete.
     """
     path = Path(path)
+    old = path.with_name(f".{path.name}.old")
+    if old.exists() and not path.exists():
+        # an earlier run died between its two renames below: put its previous output back
+        os.replace(old, path)
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -65,7 +69,6 @@ def atomic_directory(path: str | os.PathLike, overwrite: bool = False) -> Iterat
         os.chmod(tmp, 0o777 & ~_umask())
         yield tmp
         if path.exists():
-            old = path.with_name(f".{path.name}.old")
             if old.exists():
                 shutil.rmtree(old)
             os.replace(path, old)

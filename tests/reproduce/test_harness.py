@@ -97,3 +97,20 @@ def test_a_folder_never_mixes_two_runs(fake_registry, tmp_path):
     no_figure = Experiment(slug="fake-ok", paper="p", summary="s", target="fake_experiments:no_figure")
     run_experiment(no_figure, tmp_path, seed=1)
     assert sorted(os.listdir(tmp_path / "fake-ok")) == ["report.md", "results.json"]
+
+
+def test_atomic_directory_recovers_an_output_stranded_between_its_two_renames(tmp_path):
+    from neurips26._atomic import atomic_directory
+
+    # a run killed after moving the previous output aside and before moving the new one in
+    stranded = tmp_path / ".out.old"
+    stranded.mkdir()
+    (stranded / "f").write_text("previous")
+    with pytest.raises(FileExistsError):
+        with atomic_directory(tmp_path / "out"):
+            pass
+    assert (tmp_path / "out" / "f").read_text() == "previous" and not stranded.exists()
+    with atomic_directory(tmp_path / "out", overwrite=True) as d:
+        (d / "f").write_text("new")
+    assert (tmp_path / "out" / "f").read_text() == "new"
+    assert sorted(os.listdir(tmp_path)) == ["out"]
