@@ -4,40 +4,12 @@ step of an inner loop."""
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import torch
 from torch import Tensor
 
+from .._checks import check_int, check_real  # the scalar checks every field shares
 
-def check_int(name: str, value, minimum: int | None = None) -> int:
-    """A Python or NumPy integer (not a bool) ≥ ``minimum``; returned as an int."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    value = int(value)
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
-    return value
-
-
-def check_real(name: str, value, *, low: float | None = None, low_open: bool = False, high: float | None = None,
-               high_open: bool = False) -> float:
-    """A finite real number in the given range (``low_open``: strictly above ``low``)."""
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, Tensor)) or (
-            isinstance(value, Tensor) and value.numel() != 1):
-        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
-    v = float(value)
-    lo = "" if low is None else (f" > {low}" if low_open else f" >= {low}")
-    hi = "" if high is None else (f" < {high}" if high_open else f" <= {high}")
-    what = f"a finite number{lo}{' and' if lo and hi else ''}{hi}"
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be {what}, got {v}")
-    if low is not None and (v <= low if low_open else v < low):
-        raise ValueError(f"{name} must be {what}, got {v}")
-    if high is not None and (v >= high if high_open else v > high):
-        raise ValueError(f"{name} must be {what}, got {v}")
-    return v
+__all__ = ["check_int", "check_real", "check_tensor", "check_finite", "check_points", "check_box"]
 
 
 def check_tensor(name: str, value, shape: str = "") -> Tensor:

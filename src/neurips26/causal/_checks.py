@@ -4,35 +4,11 @@ inside the path tracer's loop."""
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import numpy as np
 
-__all__ = ["check_integer", "check_real", "check_square"]
+from .._checks import check_int, check_real  # the scalar checks every field shares
 
-
-def check_real(name: str, value, *, positive: bool = False, nonnegative: bool = False, finite: bool = True) -> float:
-    """``value`` as a float: a real number (not bool), not NaN, finite unless ``finite=False``,
-    and > 0 (``positive``) or >= 0 (``nonnegative``)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
-    value = float(value)
-    bound = " > 0" if positive else " >= 0" if nonnegative else ""
-    if math.isnan(value) or (finite and math.isinf(value)):
-        raise ValueError(f"{name} must be a finite number{bound}, got {value}")
-    if (positive and not value > 0) or (nonnegative and not value >= 0):
-        raise ValueError(f"{name} must be{bound}, got {value}")
-    return value
-
-
-def check_integer(name: str, value, minimum: int | None = None) -> int:
-    """``value`` as an int: Python or numpy integers (not bool), at least ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+__all__ = ["check_int", "check_real", "check_square"]
 
 
 def check_square(name: str, value, d: int | None = None, finite: bool = True) -> np.ndarray:

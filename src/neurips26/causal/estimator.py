@@ -113,10 +113,10 @@ class DagFlow(BaseEstimator):
         if self.criterion not in CRITERIA:
             raise ValueError(f"criterion must be 'bic' or 'stability', got {self.criterion!r}")
         _check_min_stability(self.min_stability)
-        check_real("s", self.s, positive=True)
-        check_real("rho", self.rho, nonnegative=True)
+        check_real("s", self.s, low=0.0, low_open=True)
+        check_real("rho", self.rho, low=0.0)
         check_real("alpha", self.alpha)
-        check_real("lambda2", self.lambda2, nonnegative=True)
+        check_real("lambda2", self.lambda2, low=0.0)
         return mus
 
     def _objective(self, X, mu):

@@ -31,7 +31,7 @@ def make_acyclic(W: np.ndarray, threshold: float) -> np.ndarray:
     """0/1 adjacency {|W| > threshold}; while it has a cycle, the weakest edge lying on a
     cycle (i → j with a path j ⇝ i) is removed. W: a finite square matrix; threshold finite, >= 0."""
     W = check_square("W", W)
-    threshold = check_real("threshold", threshold, nonnegative=True)
+    threshold = check_real("threshold", threshold, low=0.0)
     A = (np.abs(W) > threshold).astype(int)
     np.fill_diagonal(A, 0)
     while not is_acyclic(A):

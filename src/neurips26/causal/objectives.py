@@ -147,7 +147,7 @@ class NotearsObjective(SEMObjective):
 
     def __init__(self, X, rho: float = 0.0, alpha: float = 0.0):
         super().__init__(X)
-        check_real("rho", rho, nonnegative=True)
+        check_real("rho", rho, low=0.0)
         check_real("alpha", alpha)
         self.rho, self.alpha = float(rho), float(alpha)
 
@@ -161,7 +161,7 @@ class GolemObjective(SEMObjective):
 
     def __init__(self, X, lambda2: float = 5.0):
         super().__init__(X)
-        check_real("lambda2", lambda2, nonnegative=True)
+        check_real("lambda2", lambda2, low=0.0)
         self.lambda2 = float(lambda2)
 
     def _value(self, W):
@@ -175,8 +175,8 @@ class DagmaObjective(SEMObjective):
 
     def __init__(self, X, mu: float = 1.0, s: float = 1.0):
         super().__init__(X)
-        check_real("mu", mu, positive=True)
-        check_real("s", s, positive=True)
+        check_real("mu", mu, low=0.0, low_open=True)
+        check_real("s", s, low=0.0, low_open=True)
         self.mu, self.s = float(mu), float(s)
 
     def _value(self, W):

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._checks import check_integer, check_real, check_square
+from ._checks import check_int, check_real, check_square
 from .graphs import is_acyclic
 from .objectives import DagmaObjective, SEMObjective
 
@@ -176,11 +176,11 @@ def follow_path(objective: SEMObjective, lambda_min_ratio: float = 1e-3, max_ste
         raise TypeError(f"objective must be an SEMObjective (NotearsObjective, GolemObjective, DagmaObjective), "
                         f"got {type(objective).__name__}")
     lambda_min_ratio = check_real("lambda_min_ratio", lambda_min_ratio)
-    max_step = check_real("max_step", max_step, positive=True)
-    tol = check_real("tol", tol, positive=True)
-    max_knots = check_integer("max_knots", max_knots, minimum=2)
+    max_step = check_real("max_step", max_step, low=0.0, low_open=True)
+    tol = check_real("tol", tol, low=0.0, low_open=True)
+    max_knots = check_int("max_knots", max_knots, minimum=2)
     if threshold is not None:
-        threshold = check_real("threshold", threshold, positive=True)
+        threshold = check_real("threshold", threshold, low=0.0, low_open=True)
 
     with threadpool_limits(limits=1, user_api="blas"):
         return _follow_path(objective, lambda_min_ratio, max_step, tol, max_knots, threshold)
@@ -429,9 +429,9 @@ def local_minimum(objective: SEMObjective, W0: np.ndarray, lam: float, tol: floa
     if not isinstance(objective, SEMObjective):
         raise TypeError(f"objective must be an SEMObjective, got {type(objective).__name__}")
     check_square("W0", W0, objective.d)
-    lam = check_real("lam", lam, nonnegative=True)
-    tol = check_real("tol", tol, positive=True)
-    max_iter = check_integer("max_iter", max_iter, minimum=1)
+    lam = check_real("lam", lam, low=0.0)
+    tol = check_real("tol", tol, low=0.0, low_open=True)
+    max_iter = check_int("max_iter", max_iter, minimum=1)
     d = objective.d
     off = ~np.eye(d, dtype=bool)
     W0 = np.where(off, np.asarray(W0, dtype=np.float64), 0.0)

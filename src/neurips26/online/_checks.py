@@ -3,33 +3,11 @@ names the argument and says what is accepted. Called once at the boundary, never
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import numpy as np
 
-__all__ = ["check_integer", "check_real", "check_data", "nonfinite_where"]
+from .._checks import check_int, check_real  # the scalar checks every field shares
 
-
-def check_integer(name: str, value, minimum: int | None = None) -> int:
-    """``value`` as an int: Python or numpy integers (not bool), at least ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def check_real(name: str, value, *, positive: bool = False, finite: bool = True) -> float:
-    """``value`` as a float: a real number (not bool), finite, and > 0 with ``positive``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
-    value = float(value)
-    if math.isnan(value) or (finite and math.isinf(value)):
-        raise ValueError(f"{name} must be a finite number{' > 0' if positive else ''}, got {value}")
-    if positive and not value > 0:
-        raise ValueError(f"{name} must be > 0, got {value}")
-    return value
+__all__ = ["check_int", "check_real", "check_data", "nonfinite_where"]
 
 
 def nonfinite_where(a: np.ndarray) -> str:

@@ -36,7 +36,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from ._checks import check_integer
+from ._checks import check_int
 from .compressors import Compressor, Identity
 from .gossip import acceleration_theta, accelerated_gossip, choco_gossip
 from .network import second_eigenvalue_modulus
@@ -194,7 +194,7 @@ class CompressedDFTRL:
     def __post_init__(self):
         _check_common(self.eta, self.gamma)
         _check_parts(self.domain, self.compressor)
-        check_integer("rounds", self.rounds, minimum=1)
+        check_int("rounds", self.rounds, minimum=1)
 
     def init(self, n, d, W) -> CompressedFTRLState:
         shape = _batch(self.eta, self.gamma) + (n, d)

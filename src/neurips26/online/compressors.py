@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import check_integer
+from ._checks import check_int
 
 __all__ = ["Compressor", "Identity", "TopK", "RandomK", "ScaledSign", "QSGD"]
 
@@ -75,7 +75,7 @@ class TopK(Compressor):
     name = "top-k"
 
     def __post_init__(self):
-        check_integer("k", self.k, minimum=1)
+        check_int("k", self.k, minimum=1)
 
     def __call__(self, x, rng):
         k = _check_k(self.k, x.shape[-1])
@@ -98,7 +98,7 @@ class RandomK(Compressor):
     name = "random-k"
 
     def __post_init__(self):
-        check_integer("k", self.k, minimum=1)
+        check_int("k", self.k, minimum=1)
 
     def __call__(self, x, rng):
         k = _check_k(self.k, x.shape[-1])
@@ -140,7 +140,7 @@ class QSGD(Compressor):
     name = "qsgd"
 
     def __post_init__(self):
-        check_integer("s (QSGD's number of levels)", self.s, minimum=1)
+        check_int("s (QSGD's number of levels)", self.s, minimum=1)
 
     def beta(self, d: int) -> float:
         return min(d / self.s**2, math.sqrt(d) / self.s)

@@ -18,7 +18,7 @@ class Ball:
     radius: float = 1.0
 
     def __post_init__(self):
-        check_real("radius", self.radius, positive=True)
+        check_real("radius", self.radius, low=0.0, low_open=True)
 
     def project(self, x: np.ndarray) -> np.ndarray:
         norm = np.linalg.norm(x, axis=-1, keepdims=True)
@@ -74,7 +74,7 @@ class Simplex:
     total: float = 1.0
 
     def __post_init__(self):
-        check_real("total", self.total, positive=True)
+        check_real("total", self.total, low=0.0, low_open=True)
 
     def project(self, x: np.ndarray) -> np.ndarray:
         x = np.atleast_2d(x)

@@ -15,7 +15,7 @@ from typing import Literal
 
 import numpy as np
 
-from ._checks import check_integer, check_real, nonfinite_where
+from ._checks import check_int, check_real, nonfinite_where
 from .algorithms import DOCOAlgorithm
 from .network import GossipMatrix
 from .problems import OnlineProblem
@@ -86,7 +86,7 @@ def run_doco(
         raise TypeError(f"algorithm must be a D-OCO algorithm (DFTRL, CompressedDFTRL, DOGD, ...), got {algorithm!r}")
     if problem.n != network.n:
         raise ValueError(f"the problem has {problem.n} nodes, the network {network.n}")
-    block = check_integer("block", block, minimum=1)
+    block = check_int("block", block, minimum=1)
     if feedback not in ("full", "one-point", "two-point"):
         raise ValueError(f"feedback must be 'full', 'one-point' or 'two-point', got {feedback!r}")
     T, n, d, W = problem.T, problem.n, problem.d, network.W
@@ -158,7 +158,7 @@ def _check_problem(problem) -> None:
         raise TypeError(f"problem must be an OnlineProblem (LinearLosses, LeastSquaresLosses, LogisticLosses, ...); "
                         f"{type(problem).__name__} has no {', '.join(missing)}")
     for a in ("T", "n", "d"):
-        check_integer(f"problem.{a}", getattr(problem, a), minimum=1)
+        check_int(f"problem.{a}", getattr(problem, a), minimum=1)
     for name in ("G", "A", "b", "y"):
         data = getattr(problem, name, None)
         if isinstance(data, np.ndarray) and data.dtype.kind in "fc" and not np.isfinite(data).all():

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import check_integer, nonfinite_where
+from ._checks import check_int, nonfinite_where
 
 __all__ = ["GossipMatrix", "gossip_matrix", "graph_adjacency", "second_eigenvalue_modulus"]
 
@@ -84,7 +84,7 @@ def graph_adjacency(graph, n: int | None = None, p: float = 0.3, seed: int = 0) 
     if isinstance(graph, str):
         if n is None:
             raise ValueError(f"a named graph needs n >= 2 nodes, got n={n}")
-        n = check_integer("n", n)
+        n = check_int("n", n)
         if n < 2:
             raise ValueError(f"a named graph needs n >= 2 nodes, got n={n}")
         if graph == "ring":

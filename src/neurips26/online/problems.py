@@ -11,7 +11,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ._checks import check_data, check_integer, check_real
+from ._checks import check_data, check_int, check_real
 
 __all__ = ["OnlineProblem", "LinearLosses", "LeastSquaresLosses", "LogisticLosses", "quadratic_min_on_ball"]
 
@@ -111,7 +111,7 @@ class LogisticLosses:
     def __post_init__(self):
         self.A = check_data("A", self.A, 3, "(T, n, d)")
         self.y = check_data("y", self.y, 2, "(T, n)")
-        check_integer("comparator_iters", self.comparator_iters, minimum=1)
+        check_int("comparator_iters", self.comparator_iters, minimum=1)
         if self.y.shape != self.A.shape[:2]:
             raise ValueError(f"A must be (T, n, d) and y (T, n); got {self.A.shape} and {self.y.shape}")
         if not np.isin(self.y, (-1.0, 1.0)).all():
@@ -166,7 +166,7 @@ def quadratic_min_on_ball(H: np.ndarray, c: np.ndarray, radius: float) -> np.nda
     x(λ) = (H + λI)⁻¹c with λ ≥ 0 and ‖x(λ)‖ = radius when the unconstrained
     minimizer lies outside, found by bisection on the secular equation. H: (d, d), c: (d,),
     both finite; radius finite and > 0."""
-    check_real("radius", radius, positive=True)
+    check_real("radius", radius, low=0.0, low_open=True)
     H, c = np.asarray(H), np.asarray(c)
     if H.ndim != 2 or H.shape[0] != H.shape[1]:
         raise ValueError(f"H must be a square (d, d) matrix, got shape {H.shape}")
