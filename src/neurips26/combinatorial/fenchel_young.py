@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._checks import check_int, check_real
+from ._checks import check_feasible
 from .exact import ksubset_log_partition
 
 __all__ = ["FenchelYoungLoss", "exact_fenchel_young_ksubset"]
@@ -47,13 +49,19 @@ class FenchelYoungLoss:
         seed: seeds the sampler's random stream (advanced at every call).
 
     ``theta`` (batch, n_vars) is a tensor (a model's output), ``y_true`` (batch, n_vars)
-    feasible labels. Returns the batch mean; ``.backward()`` gives (ŷ − y)/batch with ŷ the
-    chains' mean final state. ``last_mean`` holds ŷ of the last call.
+    feasible labels: a label that is not a feasible solution of the sampler's problem is
+    refused with the constraint it breaks (ValueError). Returns the batch mean;
+    ``.backward()`` gives (ŷ − y)/batch with ŷ the chains' mean final state. ``last_mean``
+    holds ŷ of the last call. NumPy integers are accepted for ``steps``, ``chains`` and
+    ``seed``.
     """
 
     def __init__(self, sampler, steps: int = 1, chains: int = 16, seed: int = 0):
-        if not (isinstance(steps, int) and steps >= 1 and isinstance(chains, int) and chains >= 1):
-            raise ValueError(f"steps and chains must be ints >= 1, got {steps!r}, {chains!r}")
+        if not (callable(getattr(sampler, "run", None)) and hasattr(sampler, "problem")):
+            raise TypeError(f"sampler must be an RLNS chain (with run() and problem), got {type(sampler).__name__}")
+        steps = check_int("steps", steps, 1)
+        chains = check_int("chains", chains, 1)
+        seed = check_int("seed", seed, 0)
         self.sampler, self.steps, self.chains = sampler, steps, chains
         self.rng = np.random.default_rng(seed)
         self.last_mean: torch.Tensor | None = None
@@ -67,6 +75,8 @@ class FenchelYoungLoss:
         return Y.reshape(batch, self.chains, n).mean(axis=1)
 
     def __call__(self, theta: torch.Tensor, y_true) -> torch.Tensor:
+        if not isinstance(theta, torch.Tensor):
+            raise TypeError(f"theta must be a torch tensor (batch, n_vars), got {type(theta).__name__}")
         if theta.ndim != 2:
             raise ValueError(f"theta must be (batch, n_vars), got shape {tuple(theta.shape)}")
         y = torch.as_tensor(np.asarray(y_true), dtype=theta.dtype, device=theta.device)
@@ -74,6 +84,7 @@ class FenchelYoungLoss:
             raise ValueError(f"y_true must have theta's shape {tuple(theta.shape)}, got {tuple(y.shape)}")
         if not torch.isfinite(theta).all():
             raise ValueError("theta holds NaN or Inf")
+        check_feasible(self.sampler.problem, y.detach().cpu().numpy(), "y_true")
         y_np = y.detach().cpu().numpy().astype(np.int8)
         mean = self.expectation(theta.detach().cpu().double().numpy(), y_np)
         self.last_mean = torch.as_tensor(mean, dtype=theta.dtype, device=theta.device)
@@ -83,5 +94,23 @@ class FenchelYoungLoss:
 def exact_fenchel_young_ksubset(theta: torch.Tensor, y_true: torch.Tensor, k: int,
                                 temperature: float = 1.0) -> torch.Tensor:
     """The exact Fenchel–Young loss of k-subset, T log Z(θ/T) − θᵀy (batch mean), by the
-    log-space elementary symmetric polynomial recursion; ≥ 0 and differentiable."""
+    log-space elementary symmetric polynomial recursion; ≥ 0 and differentiable.
+
+    ``y_true`` has θ's shape and every row a feasible label (0/1 entries summing to k);
+    θ is finite. Both are checked at every call (a reference, not a hot path: the checks
+    read the tensors on the host)."""
+    k = check_int("k", k)
+    check_real("temperature", temperature, low=0, low_open=True)
+    if not isinstance(theta, torch.Tensor) or not isinstance(y_true, torch.Tensor):
+        raise TypeError(f"theta and y_true must be torch tensors, got {type(theta).__name__} and "
+                        f"{type(y_true).__name__}")
+    if y_true.shape != theta.shape:
+        raise ValueError(f"y_true must have theta's shape {tuple(theta.shape)}, got {tuple(y_true.shape)}")
+    if not torch.isfinite(theta).all():
+        raise ValueError("theta holds NaN or Inf")
+    if theta.shape[-1] and 0 < k < theta.shape[-1]:
+        from .problems import KSubset
+
+        check_feasible(KSubset(theta.shape[-1], k), y_true.detach().reshape(-1, theta.shape[-1]).cpu().numpy(),
+                       "y_true")
     return (temperature * ksubset_log_partition(theta, k, temperature) - (theta * y_true).sum(-1)).mean()

@@ -8,13 +8,18 @@ A problem tells the sampler three things, all vectorized over a batch of B chain
 * ``block_candidates(Y, S)``: every feasible state that agrees with Y[b] outside the units
   S[b], as full binary states (B, C, n_vars), and a mask (B, C) of the feasible ones (the
   brute-force local solver);
-* ``random_feasible(rng, B)`` and ``is_feasible(Y)``;
+* ``random_feasible(rng, B)`` and ``is_feasible(Y)``; ``violation(y)`` names the
+  constraint one state breaks (None when it is feasible), for the error messages;
 * ``milp()``: the whole problem's constraints as (A, lower, upper) triples, and
   ``block_milp(y, units)``: the block subproblem's, for the exact MILP solves
   (:func:`~neurips26.combinatorial.exact.solve_binary_milp`).
 
 The objective is maximized: the Gibbs distribution is p(y) ∝ exp(θᵀy / T). For a cost to
 minimize, pass θ = −cost.
+
+The constructors check their settings (types, shapes, NaN / inf, and the cheap
+conditions without which no feasible solution exists) and raise a ValueError or
+TypeError naming the argument; NumPy integers are accepted wherever ints are.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import itertools
 from math import comb
 
 import numpy as np
+
+from .._checks import check_int
 
 __all__ = ["KSubset", "GeneralizedAssignment", "VehicleScheduling"]
 
@@ -36,19 +43,67 @@ def _check_units(S: np.ndarray, B: int, n_units: int) -> np.ndarray:
     return S
 
 
-def _check_states(Y: np.ndarray, n_vars: int) -> np.ndarray:
+def _check_states(Y: np.ndarray, n_vars: int, name: str = "states") -> np.ndarray:
     Y = np.asarray(Y)
     if Y.ndim != 2 or Y.shape[1] != n_vars:
-        raise ValueError(f"states must have shape (chains, {n_vars}), got {Y.shape}")
+        raise ValueError(f"{name} must have shape (chains, {n_vars}), got {Y.shape}")
     return Y
+
+
+def _binary_violation(y: np.ndarray) -> str | None:
+    """Which entry of the state y (1-D) is not 0 or 1, or None."""
+    bad = np.nonzero(~((y == 0) | (y == 1)))[0]
+    if len(bad):
+        return f"its entries must be 0 or 1, got {y[bad[0]]!r} at position {bad[0]}"
+    return None
+
+
+def _real_matrix(name: str, value, ndim: int) -> np.ndarray:
+    """``value`` as a float array of ``ndim`` dimensions without NaN or inf."""
+    try:
+        a = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of real numbers ({exc})") from None
+    if a.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite (no NaN or inf), got {a[~np.isfinite(a)][0]!r}")
+    return a
+
+
+def _find_cycle(n: int, arcs: np.ndarray) -> list[int] | None:
+    """A directed cycle among the task arcs (tail, head), as a task list, or None."""
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for t, h in arcs:
+        succ[int(t)].append(int(h))
+    state = [0] * n  # 0: unseen, 1: on the stack, 2: done
+    for root in range(n):
+        if state[root]:
+            continue
+        path, stack = [root], [iter(succ[root])]
+        state[root] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state[nxt] == 1:
+                return path[path.index(nxt):] + [nxt]
+            elif state[nxt] == 0:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(succ[nxt]))
+    return None
 
 
 class KSubset:
     """Choose exactly k of n items: y ∈ {0, 1}ⁿ, Σy = k. A unit is one position."""
 
     def __init__(self, n: int, k: int):
-        if not (isinstance(n, int) and isinstance(k, int) and 0 < k < n):
-            raise ValueError(f"need integers 0 < k < n, got n={n!r}, k={k!r}")
+        n = check_int("n", n, 2)
+        k = check_int("k", k)
+        if not 0 < k < n:
+            raise ValueError(f"k must be an integer with 0 < k < n = {n}, got k={k}")
         self.n, self.k = n, k
         self.n_vars = self.n_units = n
         self.values_per_unit = 2
@@ -63,6 +118,14 @@ class KSubset:
     def is_feasible(self, Y) -> np.ndarray:
         Y = _check_states(Y, self.n_vars)
         return np.all((Y == 0) | (Y == 1), axis=1) & (Y.sum(axis=1) == self.k)
+
+    def violation(self, y) -> str | None:
+        """The constraint the state y (n,) breaks, in words; None when it is feasible."""
+        y = np.asarray(y)
+        bad = _binary_violation(y)
+        if bad is None and y.sum() != self.k:
+            bad = f"the constraint sum(y) = k is violated: sum(y) = {y.sum():g}, k = {self.k}"
+        return bad
 
     def random_feasible(self, rng: np.random.Generator, B: int) -> np.ndarray:
         order = np.argsort(rng.random((B, self.n)), axis=1)
@@ -114,12 +177,30 @@ class GeneralizedAssignment:
     """
 
     def __init__(self, weights, capacities):
-        w = np.asarray(weights, dtype=float)
-        c = np.asarray(capacities, dtype=float)
-        if w.ndim != 2 or c.shape != (w.shape[0],):
-            raise ValueError(f"weights must be (agents, jobs) and capacities (agents,), got {w.shape} and {c.shape}")
-        if not (np.all(np.isfinite(w)) and np.all(np.isfinite(c)) and np.all(w >= 0)):
-            raise ValueError("weights must be finite and >= 0, capacities finite")
+        """``weights`` (agents, jobs) finite and >= 0, ``capacities`` (agents,) finite and
+        >= 0; at least one agent and one job. Refused as infeasible (ValueError) when a
+        job fits no agent, or when the jobs' lightest weights exceed the total capacity
+        (necessary conditions; an instance that passes may still be infeasible, which
+        ``random_feasible`` then reports)."""
+        w = _real_matrix("weights", weights, 2)
+        c = _real_matrix("capacities", capacities, 1)
+        if w.shape[0] == 0 or w.shape[1] == 0:
+            raise ValueError(f"weights must be (agents, jobs) with at least one agent and one job, got shape {w.shape}")
+        if c.shape != (w.shape[0],):
+            raise ValueError(f"capacities must have one entry per agent, shape ({w.shape[0]},), got {c.shape}")
+        if np.any(w < 0):
+            raise ValueError(f"weights must be >= 0, got {w.min():g}")
+        if np.any(c < 0):
+            raise ValueError(f"capacities must be >= 0, got {c.min():g} (agent {int(np.argmin(c))})")
+        fits = w <= c[:, None] + 1e-9
+        if not np.all(fits.any(axis=0)):
+            j = int(np.nonzero(~fits.any(axis=0))[0][0])
+            raise ValueError(f"infeasible instance: job {j} (weights {w[:, j].tolist()}) fits no agent "
+                             f"(capacities {c.tolist()})")
+        lightest = np.where(fits, w, np.inf).min(axis=0).sum()
+        if lightest > c.sum() + 1e-9:
+            raise ValueError(f"infeasible instance: the jobs need at least {lightest:g} in total (each at its "
+                             f"lightest agent), the capacities sum to {c.sum():g}")
         self.weights, self.capacities = w, c
         self.m, self.J = w.shape
         self.n_vars, self.n_units = self.m * self.J, self.J
@@ -150,6 +231,23 @@ class GeneralizedAssignment:
         blocks = Y.reshape(-1, self.J, self.m)
         one_hot = np.all((Y == 0) | (Y == 1), axis=1) & np.all(blocks.sum(axis=2) == 1, axis=1)
         return one_hot & np.all(self.loads(blocks.argmax(axis=2)) <= self.capacities + 1e-9, axis=1)
+
+    def violation(self, y) -> str | None:
+        """The constraint the state y (J·m,) breaks, in words; None when it is feasible."""
+        y = np.asarray(y)
+        bad = _binary_violation(y)
+        if bad is not None:
+            return bad
+        per_job = y.reshape(self.J, self.m).sum(axis=1)
+        if np.any(per_job != 1):
+            j = int(np.nonzero(per_job != 1)[0][0])
+            return f"job {j} is assigned to {per_job[j]:g} agents (exactly one is required)"
+        load = self.loads(y.reshape(self.J, self.m).argmax(axis=1))
+        over = np.nonzero(load > self.capacities + 1e-9)[0]
+        if len(over):
+            i = int(over[0])
+            return f"agent {i} is over its capacity: load {load[i]:g} > capacity {self.capacities[i]:g}"
+        return None
 
     def enumerate(self) -> np.ndarray:
         """All feasible states (m^J assignments filtered): for small instances."""
@@ -236,12 +334,38 @@ class VehicleScheduling:
     SOURCE, SINK = -1, -2
 
     def __init__(self, n_tasks: int, arcs):
-        arcs = np.asarray(arcs, dtype=np.int64)
-        if arcs.ndim != 2 or arcs.shape[1] != 2:
-            raise ValueError(f"arcs must be (n_arcs, 2) pairs (tail, head), got shape {arcs.shape}")
+        """``n_tasks`` >= 1; ``arcs`` (n_arcs, 2) integer pairs. Refused (ValueError): an
+        arc from a task to itself or from SOURCE to SINK, arcs among the tasks that form a
+        cycle (a solution's degree-one arcs could then close a loop that is no route), a
+        task without its source or sink arc."""
+        n_tasks = check_int("n_tasks", n_tasks, 1)
+        raw = np.asarray(arcs)
+        if raw.ndim != 2 or raw.shape[1] != 2:
+            raise ValueError(f"arcs must be (n_arcs, 2) pairs (tail, head), got shape {raw.shape}")
+        if raw.dtype.kind not in "iu":
+            try:
+                as_float = raw.astype(float)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"arcs must hold integers (task indices, -1, -2) ({exc})") from None
+            if not np.all(np.isfinite(as_float) & (as_float == np.round(as_float))):
+                bad = as_float[~(np.isfinite(as_float) & (as_float == np.round(as_float)))][0]
+                raise ValueError(f"arcs must hold integers (task indices, -1, -2), got {bad!r}")
+        arcs = raw.astype(np.int64)
         tails, heads = arcs[:, 0], arcs[:, 1]
-        if np.any((tails < -1) | (tails >= n_tasks)) or np.any(((heads < 0) & (heads != -2)) | (heads >= n_tasks)):
-            raise ValueError("arc tails must be tasks or SOURCE (-1), heads tasks or SINK (-2)")
+        bad_tail = (tails < -1) | (tails >= n_tasks)
+        bad_head = ((heads < 0) & (heads != -2)) | (heads >= n_tasks)
+        if np.any(bad_tail | bad_head):
+            a = int(np.nonzero(bad_tail | bad_head)[0][0])
+            raise ValueError(f"arc {tuple(arcs[a].tolist())}: arc tails must be tasks 0..{n_tasks - 1} or SOURCE (-1), "
+                             f"heads tasks or SINK (-2)")
+        loops = (tails == heads) | ((tails == -1) & (heads == -2))
+        if np.any(loops):
+            a = tuple(arcs[np.nonzero(loops)[0][0]].tolist())
+            raise ValueError(f"arc {a} joins a task or the depot to itself")
+        cycle = _find_cycle(n_tasks, arcs[(tails >= 0) & (heads >= 0)])
+        if cycle is not None:
+            raise ValueError(f"arcs among the tasks must not form a cycle (tasks are done in time order), "
+                             f"found the cycle {' -> '.join(map(str, cycle))}")
         for t in range(n_tasks):
             if not np.any((tails == -1) & (heads == t)) or not np.any((tails == t) & (heads == -2)):
                 raise ValueError(f"task {t} needs its source arc (-1, {t}) and its sink arc ({t}, -2)")
@@ -261,6 +385,19 @@ class VehicleScheduling:
         Y = _check_states(Y, self.n_vars)
         binary = np.all((Y == 0) | (Y == 1), axis=1)
         return binary & np.all(Y @ self.into.T == 1, axis=1) & np.all(Y @ self.out.T == 1, axis=1)
+
+    def violation(self, y) -> str | None:
+        """The constraint the state y (n_arcs,) breaks, in words; None when it is feasible."""
+        y = np.asarray(y)
+        bad = _binary_violation(y)
+        if bad is not None:
+            return bad
+        for inc, what in ((self.into, "predecessors"), (self.out, "successors")):
+            deg = inc @ y
+            if np.any(deg != 1):
+                t = int(np.nonzero(deg != 1)[0][0])
+                return f"task {t} has {deg[t]:g} {what} (exactly one is required)"
+        return None
 
     def random_feasible(self, rng: np.random.Generator, B: int) -> np.ndarray:
         """One vehicle per task (always feasible)."""

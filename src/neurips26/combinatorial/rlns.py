@@ -22,6 +22,8 @@ from typing import ClassVar
 
 import numpy as np
 
+from .._checks import check_int, check_real
+from ._checks import check_feasible, check_states
 from .exact import solve_binary_milp
 
 __all__ = ["RandomBlock", "BruteForceLocalSolver", "MILPLocalSolver", "Entropic", "Perturbed", "Greedy", "RLNS",
@@ -43,8 +45,7 @@ class RandomBlock:
     size: int
 
     def __post_init__(self):
-        if not (isinstance(self.size, int) and self.size >= 1):
-            raise ValueError(f"neighbourhood size must be an int >= 1, got {self.size!r}")
+        object.__setattr__(self, "size", check_int("size", self.size, 1))  # a NumPy integer becomes an int
 
     def check(self, problem) -> None:
         """Raise a ValueError when ``problem`` has fewer units than the block frees."""
@@ -65,6 +66,9 @@ class BruteForceLocalSolver:
 
     max_candidates: int = 4096
     enumerates: ClassVar[bool] = True  # serves sampling regularizers (Entropic) too
+
+    def __post_init__(self):
+        object.__setattr__(self, "max_candidates", check_int("max_candidates", self.max_candidates, 1))
 
     def check_block(self, problem, size: int) -> None:
         """Raise when blocks of ``size`` units of ``problem`` cannot be enumerated: the
@@ -100,6 +104,10 @@ class MILPLocalSolver:
     time_limit: float | None = None
     enumerates: ClassVar[bool] = False  # the optimum only: argmax regularizers
 
+    def __post_init__(self):
+        if self.time_limit is not None:
+            check_real("time_limit", self.time_limit, low=0)
+
     def candidates(self, problem, Y, S):
         raise TypeError("MILPLocalSolver returns the block optimum only; Entropic sampling needs "
                         "BruteForceLocalSolver's enumeration")
@@ -132,8 +140,7 @@ class Entropic:
     temperature: float = 1.0
 
     def __post_init__(self):
-        if not self.temperature > 0:
-            raise ValueError(f"temperature must be > 0, got {self.temperature!r}")
+        check_real("temperature", self.temperature, low=0, low_open=True)
 
     def probabilities(self, cands, mask, theta) -> np.ndarray:
         z = _masked(_scores(cands, theta) / self.temperature, mask)
@@ -155,8 +162,7 @@ class Perturbed:
     noise: str = "gumbel"
 
     def __post_init__(self):
-        if not self.scale >= 0:
-            raise ValueError(f"scale must be >= 0, got {self.scale!r}")
+        check_real("scale", self.scale, low=0)
         if self.noise not in ("gumbel", "gaussian"):
             raise ValueError(f"noise must be 'gumbel' or 'gaussian', got {self.noise!r}")
 
@@ -195,6 +201,10 @@ class RLNS:
     """
 
     def __init__(self, problem, neighborhood=None, regularizer=None, local_solver=None):
+        missing = [a for a in ("n_vars", "n_units", "is_feasible") if not hasattr(problem, a)]
+        if missing:
+            raise TypeError(f"problem must be a problem of neurips26.combinatorial.problems (or have its interface); "
+                            f"{type(problem).__name__} has no {', '.join(missing)}")
         self.problem = problem
         self.neighborhood = neighborhood or RandomBlock(2)
         self.regularizer = regularizer or Entropic(1.0)
@@ -223,7 +233,10 @@ class RLNS:
                 solver.check_block(self.problem, self.neighborhood.size)
 
     def _theta(self, theta, B) -> np.ndarray:
-        theta = np.asarray(theta, dtype=float)
+        try:
+            theta = np.asarray(theta, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"theta must be an array of real numbers ({exc})") from None
         n = self.problem.n_vars
         if theta.shape not in ((n,), (B, n)):
             raise ValueError(f"theta must have shape ({n},) or ({B}, {n}), got {theta.shape}")
@@ -233,6 +246,8 @@ class RLNS:
 
     def step(self, Y, theta, rng: np.random.Generator) -> np.ndarray:
         """One move of every chain; returns the new states (B, n_vars)."""
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
         Y = np.asarray(Y)
         theta = self._theta(theta, len(Y))
         S = self.neighborhood.sample(self.problem, len(Y), rng)
@@ -246,17 +261,20 @@ class RLNS:
 
     def run(self, Y0, theta, steps: int, rng: np.random.Generator | None = None, every: int = 0, *,
             seed: int = 0) -> np.ndarray | list:
-        """``steps`` moves from Y0 (B, n_vars). ``rng`` is the random stream, advanced in
-        place; without one, a fresh ``np.random.default_rng(seed)``. Returns the final
+        """``steps`` (an int >= 0; 0 returns the start) moves from Y0 (B, n_vars), which
+        must be feasible. ``rng`` is the random stream, advanced in place; without one, a
+        fresh ``np.random.default_rng(seed)`` (``seed`` an int >= 0). Returns the final
         states (B, n_vars), or with ``every`` > 0 the list of states after every
-        ``every``-th step."""
+        ``every``-th step. NumPy integers are accepted for ``steps``, ``every`` and
+        ``seed``. An infeasible starting state is refused with the constraint it breaks."""
+        steps = check_int("steps", steps, 0)
+        every = check_int("every", every, 0)
         if rng is None:
-            rng = np.random.default_rng(seed)
+            rng = np.random.default_rng(check_int("seed", seed, 0))
         elif not isinstance(rng, np.random.Generator):
             raise TypeError(f"rng must be a numpy Generator (an int goes to seed=), got {type(rng).__name__}")
-        Y = np.asarray(Y0).copy()
-        if not np.all(self.problem.is_feasible(Y)):
-            raise ValueError("the starting states must be feasible")
+        Y = check_states(np.asarray(Y0), self.problem.n_vars, "Y0").copy()
+        check_feasible(self.problem, Y, "Y0")
         kept = []
         for t in range(1, steps + 1):
             Y = self.step(Y, theta, rng)
