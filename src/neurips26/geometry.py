@@ -7,15 +7,28 @@ For a norm ‖·‖ with dual ‖·‖_*, ``lmo(g) = argmax_{‖d‖ ≤ 1} ⟨g
 spectral norm), and ``sharp(g) = ‖g‖_* · lmo(g)`` is the unnormalized steepest-descent
 direction. The optimizers (:mod:`neurips26.optim`) and the parameter servers
 (:mod:`neurips26.distributed`) both build on these objects.
+
+Non-finite input. The oracles are per-step hot paths, so they check only where the check
+costs no extra host synchronization: the ℓ2 LMO (which reads ‖g‖ on the host anyway) and
+every method of the exact :class:`Spectral` norm (each runs an SVD, which synchronizes on
+CUDA anyway) raise :class:`~neurips26.linalg.NonFiniteError` (a FloatingPointError and a
+ValueError) naming the argument, instead of returning zeros, NaN or LAPACK's raw
+``_LinAlgError``. The elementwise ones do not check: ``L2.norm``/``dual_norm`` and the
+ℓ∞ methods give NaN for NaN input, and ``Linf.lmo`` follows ``torch.sign``, whose sign of
+NaN is 0; ``Spectral(exact=False).lmo`` gives NaN. The optimizers (:mod:`neurips26.optim`)
+and the parameter servers (:mod:`neurips26.distributed`) check their gradients once per
+step before calling them.
 """
 
 from __future__ import annotations
 
 import abc
+import math
 
 import torch
 
-from .linalg import msign, polar
+from ._checks import check_real
+from .linalg import NonFiniteError, check_finite_values, finite_linalg, msign, nonfinite_error, polar
 
 __all__ = ["Norm", "L2", "Linf", "Spectral", "Blocks", "get_norm", "nsgd_step"]
 
@@ -45,7 +58,9 @@ class Norm(abc.ABC):
 
 
 class L2(Norm):
-    """Euclidean (Frobenius) norm: lmo(g) = g / ‖g‖₂, self-dual."""
+    """Euclidean (Frobenius) norm: lmo(g) = g / ‖g‖₂, self-dual. ``lmo`` raises
+    :class:`~neurips26.linalg.NonFiniteError` when ‖g‖ is not finite (NaN or Inf in g, or
+    entries whose squares overflow), where g / ‖g‖ would be NaN or silently zero."""
 
     name = "l2"
 
@@ -57,11 +72,16 @@ class L2(Norm):
 
     def lmo(self, g):
         n = torch.linalg.vector_norm(g)
-        return g / n if n > 0 else torch.zeros_like(g)
+        length = float(n)  # the one host read the zero test needs
+        if not math.isfinite(length):
+            raise nonfinite_error("g", g, "the l2 LMO g / ||g||")
+        return g / n if length > 0 else torch.zeros_like(g)
 
 
 class Linf(Norm):
-    """ℓ∞ norm: lmo(g) = sign(g) (sign descent), dual ‖g‖₁."""
+    """ℓ∞ norm: lmo(g) = sign(g) (sign descent), dual ‖g‖₁. No check of non-finite input
+    (a hot path without a host read): ``torch.sign`` maps NaN to 0, so a NaN entry of g
+    gives a 0 step there; the optimizers check their gradients before."""
 
     name = "linf"
 
@@ -80,7 +100,13 @@ class Spectral(Norm):
     lmo(g) = U Vᵀ, the polar factor (Muon's orthogonalized direction), dual: the nuclear
     norm. ``exact=False`` uses 5 Newton–Schulz steps (``linalg.msign``) instead of an
     SVD: faster on large matrices, but the direction's singular values lie near, not at,
-    1, so ⟨g, lmo(g)⟩ only approximates ‖g‖_*."""
+    1, so ⟨g, lmo(g)⟩ only approximates ‖g‖_*.
+
+    The exact methods raise :class:`~neurips26.linalg.NonFiniteError` for a tensor holding
+    NaN or Inf (torch's SVD either fails with a raw ``_LinAlgError`` or returns NaN
+    singular values, and the polar factor would be all zeros); the check reads the
+    singular values the SVD computed, after the host synchronization the SVD makes anyway.
+    ``exact=False`` does not check (NaN in, NaN out), to keep its step free of host reads."""
 
     name = "spectral"
 
@@ -92,17 +118,29 @@ class Spectral(Norm):
     def _matrix(x):
         if x.ndim < 2:
             raise ValueError(f"the spectral norm needs a matrix, got a tensor of shape {tuple(x.shape)}")
-        return x.reshape(x.shape[0], -1)
+        return x.reshape(x.shape[0], math.prod(x.shape[1:]))  # not -1: a tensor with no rows has no -1
+
+    @staticmethod
+    def _checked_norm(name, x, ord, what):
+        with finite_linalg(name, x, what):
+            value = torch.linalg.matrix_norm(Spectral._matrix(x), ord=ord)
+        check_finite_values(value, name, x, what)
+        return value
 
     def norm(self, x):
-        return torch.linalg.matrix_norm(self._matrix(x), ord=2)
+        return self._checked_norm("x", x, 2, "the spectral norm")
 
     def dual_norm(self, g):
-        return torch.linalg.matrix_norm(self._matrix(g), ord="nuc")
+        return self._checked_norm("g", g, "nuc", "the nuclear norm (the spectral norm's dual)")
 
     def lmo(self, g):
         m = self._matrix(g)
-        d = polar(m) if self.exact else msign(m, steps=self.steps)
+        if not self.exact:
+            return msign(m, steps=self.steps, check_finite=False).reshape(g.shape)
+        try:
+            d = polar(m)
+        except NonFiniteError:
+            raise nonfinite_error("g", g, "the spectral norm's LMO (the polar factor of g)") from None
         return d.reshape(g.shape)
 
     def sharp(self, g):
@@ -111,7 +149,10 @@ class Spectral(Norm):
         maximizer), unlike :meth:`lmo`, which drops them."""
         if not self.exact:
             return super().sharp(g)
-        u, s, vh = torch.linalg.svd(self._matrix(g), full_matrices=False)
+        what = "the spectral norm's sharp operator (an SVD)"
+        with finite_linalg("g", g, what):
+            u, s, vh = torch.linalg.svd(self._matrix(g), full_matrices=False)
+        check_finite_values(s, "g", g, what)
         return ((u * s.sum()) @ vh).reshape(g.shape)
 
 
@@ -193,7 +234,20 @@ def nsgd_step(
     the step is one fused ``p.add_(d, alpha=-lr)``. ``momenta=None`` (with ``beta=0``) is
     the memoryless step p ← p − lr·lmo(g) that the parameter servers of
     :mod:`neurips26.distributed` take, without a buffer.
+
+    The settings are checked on every call (Python numbers only, no tensor read): ``lr``
+    finite (its sign is the caller's, as in torch.optim's functional cores), ``beta`` in
+    [0, 1), ``weight_decay`` finite and >= 0, one gradient, norm (and momentum) per
+    parameter. The gradients are not checked here: the callers do it once per step.
     """
+    check_real("lr", lr)
+    check_real("beta", beta, low=0.0, high=1.0, high_open=True)
+    check_real("weight_decay", weight_decay, low=0.0)
+    lists = {"grads": grads, "norms": norms, **({} if momenta is None else {"momenta": momenta})}
+    for name, values in lists.items():
+        if len(values) != len(params):
+            raise ValueError(f"nsgd_step needs one entry of {name} per parameter: {len(params)} params, "
+                             f"{len(values)} {name}")
     if momenta is None:
         if beta != 0 or nesterov:
             raise ValueError(f"momenta=None is the memoryless step: it needs beta=0 and nesterov=False, got beta={beta!r}")

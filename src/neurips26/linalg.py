@@ -1,10 +1,20 @@
 """Shared numerics: matrix sign / polar factor, truncated SVD.
 
 Every function works on the last two dimensions and batches over the leading ones.
+
+Non-finite input: an SVD of a matrix holding NaN or Inf either fails inside LAPACK
+(torch's raw ``_LinAlgError``) or returns NaN singular values, and the polar factor of such
+a matrix would silently be all zeros. :func:`polar`, :func:`truncated_svd` and
+:func:`msign` (unless told ``check_finite=False``) raise :class:`NonFiniteError` instead,
+naming the argument: one reduction over the singular values (or the norm) that the
+function computes anyway.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
+from contextlib import contextmanager
 from typing import Literal, NamedTuple
 
 import torch
@@ -12,6 +22,7 @@ import torch
 __all__ = [
     "MUON_COEFFICIENTS",
     "NEWTON_SCHULZ_CUBIC",
+    "NonFiniteError",
     "msign",
     "polar",
     "TruncatedSVD",
@@ -26,6 +37,42 @@ MUON_COEFFICIENTS: tuple[float, float, float] = (3.4445, -4.7750, 2.0315)
 # The classical cubic iteration X <- 1.5 X - 0.5 X X^T X: converges (quadratically)
 # to the polar factor for singular values in (0, sqrt(3)).
 NEWTON_SCHULZ_CUBIC: tuple[float, float, float] = (1.5, -0.5, 0.0)
+
+
+class NonFiniteError(FloatingPointError, ValueError):
+    """A NaN or Inf where the numerics need finite numbers. Both a FloatingPointError (what a
+    non-finite value met while optimizing raises) and a ValueError (a bad argument), so that
+    ``except FloatingPointError`` and ``except ValueError`` both catch it."""
+
+
+def nonfinite_error(name: str, x: torch.Tensor, what: str) -> NonFiniteError:
+    """The error for ``x`` (argument ``name``) holding NaN or Inf where ``what`` needs finite
+    entries (or, where its entries are finite, values that overflow on the way)."""
+    bad = int((~torch.isfinite(x)).sum())
+    if bad:
+        return NonFiniteError(f"{name} holds NaN or Inf ({bad} of {x.numel()} entries): {what} needs finite entries")
+    return NonFiniteError(f"{name} holds no NaN or Inf, but {what} met non-finite values: its entries (up to "
+                          f"{float(x.abs().max()):.3g}) overflow {x.dtype} there; rescale {name}")
+
+
+@contextmanager
+def finite_linalg(name: str, x: torch.Tensor, what: str):
+    """Run a decomposition of ``x``: LAPACK's failure on non-finite input (torch's raw
+    ``_LinAlgError``) becomes a :class:`NonFiniteError` naming ``name``; any other failure
+    passes through."""
+    try:
+        yield
+    except torch.linalg.LinAlgError:
+        if not bool(torch.isfinite(x).all()):
+            raise nonfinite_error(name, x, what) from None
+        raise
+
+
+def check_finite_values(values: torch.Tensor, name: str, x: torch.Tensor, what: str) -> None:
+    """Refuse ``x`` when ``values`` computed from it (its singular values, its norm) are not
+    finite: one reduction over ``values`` and one host sync."""
+    if not bool(torch.isfinite(values).all()):
+        raise nonfinite_error(name, x, what)
 
 
 def _check_matrix(x: torch.Tensor, name: str) -> None:
@@ -46,6 +93,7 @@ def msign(
     dtype: torch.dtype | None = None,
     eps_mode: Literal["add", "clamp"] = "add",
     fused: bool = False,
+    check_finite: bool = True,
 ) -> torch.Tensor:
     """Approximate matrix sign ``U V^T`` of ``x = U S V^T`` by Newton–Schulz iteration.
 
@@ -78,8 +126,11 @@ def msign(
         Tensor of the shape and dtype of ``x``.
     """
     _check_matrix(x, "x")
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):
+        raise TypeError(f"steps must be an integer, got {steps!r} ({type(steps).__name__})")
     if steps < 0:
         raise ValueError(f"steps must be >= 0, got {steps}")
+    coefficients = check_coefficients(coefficients)
     if eps_mode not in ("add", "clamp"):
         raise ValueError(f"eps_mode must be 'add' or 'clamp', got {eps_mode!r}")
     if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
@@ -89,6 +140,8 @@ def msign(
     y = x if dtype is None else x.to(dtype)
     y = y if wide else y.mT
     norm = torch.linalg.matrix_norm(y, keepdim=True)
+    if check_finite:
+        check_finite_values(norm, "x", x, "the Newton-Schulz iteration (msign)")
     y = y / (norm + eps if eps_mode == "add" else norm.clamp(min=eps))
     for _ in range(steps):
         gram = y @ y.mT
@@ -99,6 +152,23 @@ def msign(
             y = a * y + poly @ y
     y = y if wide else y.mT
     return y if dtype is None else y.to(x.dtype)
+
+
+def check_coefficients(coefficients, name: str = "coefficients") -> tuple[float, float, float]:
+    """Newton-Schulz coefficients (a, b, c) as three finite floats, or a TypeError /
+    ValueError naming ``name``."""
+    try:
+        values = tuple(coefficients)
+    except TypeError:
+        raise TypeError(f"{name} must be three numbers (a, b, c), got {coefficients!r}") from None
+    if len(values) != 3:
+        raise ValueError(f"{name} must be three numbers (a, b, c), got {len(values)}: {coefficients!r}")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise TypeError(f"{name} must be three real numbers (a, b, c), got {coefficients!r}")
+        if not math.isfinite(v):
+            raise ValueError(f"{name} must be three finite numbers (a, b, c), got {coefficients!r}")
+    return values
 
 
 def _addmm(input: torch.Tensor, m1: torch.Tensor, m2: torch.Tensor, *, beta: float, alpha: float = 1.0) -> torch.Tensor:
@@ -125,9 +195,16 @@ def polar(x: torch.Tensor, rtol: float | None = None) -> torch.Tensor:
 
     Returns:
         Tensor of shape (..., m, n) with singular values in {0, 1}.
+
+    Raises:
+        NonFiniteError: ``x`` holds NaN or Inf (its polar factor would be all zeros).
     """
     _check_matrix(x, "x")
-    u, s, vh = torch.linalg.svd(x, full_matrices=False)
+    if x.shape[-2] == 0 or x.shape[-1] == 0:
+        return torch.zeros_like(x)  # an empty matrix has no singular direction
+    with finite_linalg("x", x, "the polar factor (an SVD)"):
+        u, s, vh = torch.linalg.svd(x, full_matrices=False)
+    check_finite_values(s, "x", x, "the polar factor (an SVD)")
     if rtol is None:
         rtol = max(x.shape[-2:]) * torch.finfo(x.dtype).eps
     keep = s > rtol * s.amax(dim=-1, keepdim=True)
@@ -156,7 +233,8 @@ def truncated_svd(
     ``niter`` power iterations: much cheaper when k is small against min(m, n), and
     accurate when the spectrum decays. ``"auto"`` takes the randomized path only when
     it pays: the matrix is large (min(m, n) > 512) and ``k + oversample`` is at most
-    a quarter of min(m, n); otherwise the full SVD.
+    a quarter of min(m, n); otherwise the full SVD. ``x`` holding NaN or Inf raises
+    :class:`NonFiniteError`.
     """
     _check_matrix(x, "x")
     m, n = x.shape[-2:]
@@ -167,9 +245,14 @@ def truncated_svd(
         raise ValueError(f"method must be 'auto', 'full' or 'randomized', got {method!r}")
     if method == "auto":
         method = "randomized" if (r > 512 and k + oversample <= r // 4) else "full"
+    what = f"the {method} truncated SVD"
     if method == "full":
-        u, s, vh = torch.linalg.svd(x, full_matrices=False)
+        with finite_linalg("x", x, what):
+            u, s, vh = torch.linalg.svd(x, full_matrices=False)
+        check_finite_values(s, "x", x, what)
         return TruncatedSVD(u[..., :k], s[..., :k], vh[..., :k, :])
     q = min(k + oversample, r)
-    u, s, v = torch.svd_lowrank(x, q=q, niter=niter)
+    with finite_linalg("x", x, what):
+        u, s, v = torch.svd_lowrank(x, q=q, niter=niter)
+    check_finite_values(s, "x", x, what)
     return TruncatedSVD(u[..., :k], s[..., :k], v[..., :k].mT)
