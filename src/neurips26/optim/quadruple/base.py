@@ -30,7 +30,10 @@ from typing import Protocol
 
 import torch
 
-__all__ = ["Transition", "Direction", "Metric", "Lift", "check_beta", "rms_denominator", "into"]
+from ..._checks import check_real
+
+__all__ = ["Transition", "Direction", "Metric", "Lift", "check_beta", "check_betas", "check_positive",
+           "rms_denominator", "into"]
 
 
 class Transition(Protocol):
@@ -66,10 +69,27 @@ class Lift:
     decoupled: bool = False
 
 
-def check_beta(name: str, value: float) -> None:
-    """Refuse a decay rate outside [0, 1) (ValueError naming it)."""
-    if not 0.0 <= value < 1.0:
-        raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+def check_beta(name: str, value: float) -> float:
+    """A decay rate in [0, 1) as a float; a ValueError naming it outside (NaN included), a
+    TypeError for a non-number."""
+    return check_real(name, value, low=0.0, high=1.0, high_open=True)
+
+
+def check_betas(betas, names: tuple[str, str] = ("beta1", "beta2")) -> tuple[float, float]:
+    """``betas`` as a pair of decay rates in [0, 1): a TypeError for a non-sequence, a
+    ValueError for a wrong length or a value out of range, each naming it."""
+    try:
+        values = tuple(betas)
+    except TypeError:
+        raise TypeError(f"betas must be a pair ({', '.join(names)}), got {betas!r} ({type(betas).__name__})") from None
+    if len(values) != 2:
+        raise ValueError(f"betas must be a pair ({', '.join(names)}), got {len(values)} values: {betas!r}")
+    return check_beta(names[0], values[0]), check_beta(names[1], values[1])
+
+
+def check_positive(name: str, value: float) -> float:
+    """A finite number > 0 as a float (an eps), or a ValueError / TypeError naming it."""
+    return check_real(name, value, low=0.0, low_open=True)
 
 
 def rms_denominator(second: torch.Tensor, beta2: float, step: int, eps: float) -> torch.Tensor:

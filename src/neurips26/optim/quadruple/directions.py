@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ..._checks import check_real
+
 __all__ = ["Gradient", "Momentum", "BiasCorrectedMomentum", "SignOfInterpolation", "Interpolation", "Memory",
            "AlignedMomentum"]
 
@@ -98,10 +100,8 @@ class AlignedMomentum:
     ratio: float = 1.0
 
     def __post_init__(self):
-        if not self.weight >= 0.0:
-            raise ValueError(f"weight must be >= 0, got {self.weight!r}")
-        if not self.ratio >= 0.0:
-            raise ValueError(f"ratio must be >= 0, got {self.ratio!r}")
+        check_real("weight", self.weight, low=0.0)
+        check_real("ratio", self.ratio, low=0.0)
 
     def __call__(self, g, memory, step):
         m = memory["exp_avg"]

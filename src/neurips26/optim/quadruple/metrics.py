@@ -9,9 +9,10 @@ from dataclasses import dataclass
 
 import torch
 
+from ..._checks import check_int
 from ...geometry import Spectral
-from ...linalg import MUON_COEFFICIENTS, msign
-from .base import rms_denominator
+from ...linalg import MUON_COEFFICIENTS, check_coefficients, msign
+from .base import check_positive, rms_denominator
 
 __all__ = ["Euclidean", "DiagonalAdaptive", "KroneckerPreconditioner", "NewtonSchulz", "SpectralSteepest"]
 
@@ -35,8 +36,9 @@ class DiagonalAdaptive:
     amsgrad: bool = False
 
     def __post_init__(self):
-        if not self.eps >= 0.0:
-            raise ValueError(f"eps must be >= 0, got {self.eps!r}")
+        # eps > 0: torch.optim.Adam accepts eps = 0, which divides 0 by 0 (a NaN parameter)
+        # in every coordinate whose gradient has been exactly zero so far
+        check_positive("eps", self.eps)
 
     def __call__(self, v, memory, step):
         denom = self._denominator(memory, step)
@@ -99,8 +101,10 @@ class NewtonSchulz:
     def __post_init__(self):
         if self.adjust_lr not in (None, "original", "match_rms_adamw"):
             raise ValueError(f"adjust_lr must be None, 'original' or 'match_rms_adamw', got {self.adjust_lr!r}")
-        if not (isinstance(self.steps, int) and 0 <= self.steps < 100):
-            raise ValueError(f"steps must be an int in [0, 100), got {self.steps!r}")
+        if check_int("steps", self.steps, minimum=0) >= 100:
+            raise ValueError(f"steps must be an integer in [0, 100), got {self.steps!r}")
+        object.__setattr__(self, "coefficients", check_coefficients(self.coefficients))
+        check_positive("eps", self.eps)
 
     def step_scale(self, shape) -> float:
         if len(shape) != 2:
@@ -116,7 +120,9 @@ class NewtonSchulz:
         if v.ndim != 2:
             raise ValueError(f"the Newton-Schulz metric needs matrix parameters, got shape {tuple(v.shape)}; "
                              "give vectors to another optimizer (as with torch.optim.Muon)")
-        return msign(v, self.steps, self.coefficients, self.eps, dtype=self.dtype, eps_mode="clamp", fused=True)
+        # the optimizer has checked the gradients: no host read per parameter here
+        return msign(v, self.steps, self.coefficients, self.eps, dtype=self.dtype, eps_mode="clamp", fused=True,
+                     check_finite=False)
 
 
 class SpectralSteepest:

@@ -11,7 +11,8 @@ from typing import Callable, Iterable
 
 import torch
 
-from .._shell import collect_group, evaluate_closure
+from ..._checks import check_real
+from .._shell import CheckedOptimizer, check_lr, check_weight_decay, collect_group, evaluate_closure
 from .base import Direction, Lift, Metric, Transition
 
 __all__ = ["Quadruple", "QuadrupleOptimizer"]
@@ -101,11 +102,13 @@ def _quadruple_step(
     weight_decay: float,
     sums: dict | None = None,
     trace: dict | None = None,
+    maximize: bool = False,
 ) -> None:
     """One step of every parameter, in place on ``params`` and on the buffers of
     ``states`` (each initialized by ``quadruple.init``):
 
-        g ← ∇f (+ λp if coupled);  memory ← Φ(g);  p ← p(1 − ηλ if decoupled) − η r u,
+        g ← ∇f (−∇f with ``maximize``, as torch.optim) (+ λp if coupled);  memory ← Φ(g);
+        p ← p(1 − ηλ if decoupled) − η r u,
 
     r the metric's step scale. With ``sums`` (the diagnostics of the step), u is composed
     unfused, the step's geometry is added to ``sums`` and each parameter's (u, u*) is kept
@@ -113,16 +116,18 @@ def _quadruple_step(
     """
     trace = {} if trace is None else trace
     for p, g, state in zip(params, grads, states):
-        _single_tensor_step(p, g, state, quadruple, lr, weight_decay, sums, trace)
+        _single_tensor_step(p, g, state, quadruple, lr, weight_decay, sums, trace, maximize)
 
 
-def _single_tensor_step(p, g, state, quadruple, lr, weight_decay, sums, trace) -> None:
+def _single_tensor_step(p, g, state, quadruple, lr, weight_decay, sums, trace, maximize=False) -> None:
     # One parameter per call, so that this step's temporaries (the coupled gradient, a
     # transient memory entry, an unfused velocity) are freed before the next parameter
     # allocates its own: the allocator then reuses their memory instead of faulting in
     # fresh pages for every tensor.
     state["step"] += 1
     t = state["step"]
+    if maximize:
+        g = -g  # torch.optim's maximize: a new tensor, the .grad is left alone
     if weight_decay and not quadruple.lift.decoupled:
         g = g.add(p, alpha=weight_decay)
     memory = quadruple.transition.update(g, state, t, out=state)
@@ -158,7 +163,13 @@ def _record(sums, trace, p, u, target, g, lr, scale):
     trace[p] = (u.detach().clone(), target)
 
 
-class QuadrupleOptimizer(torch.optim.Optimizer):
+def _check_bool(name: str, value) -> None:
+    numpy_bool = type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_")
+    if not (isinstance(value, bool) or numpy_bool):
+        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+
+
+class QuadrupleOptimizer(CheckedOptimizer):
     """A ``torch.optim.Optimizer`` assembled from (metric, transition, direction, lift).
 
     Args:
@@ -172,6 +183,24 @@ class QuadrupleOptimizer(torch.optim.Optimizer):
             :meth:`extended_state` can report them. Off by default: it costs one more
             metric evaluation per step and two parameter-sized buffers, and the update is
             then composed unfused (equal to the fused one up to rounding).
+        maximize: ascend the objective (per group), as torch.optim's ``maximize``: the
+            gradient is negated before anything else sees it.
+        skip_nonfinite: what a step does with a gradient holding NaN or Inf: by default it
+            raises FloatingPointError naming the parameter, its group and its shape, before
+            anything moves; with True it skips the whole step (every group), parameters and
+            memory untouched, and counts it in ``skipped_steps``. The check is one fused
+            reduction over the gradients and one host read per step.
+
+    Checks: ``lr`` finite and > 0 at construction (a group's own lr, given at construction
+    or to ``add_param_group``, finite and >= 0), ``weight_decay`` finite and >= 0,
+    ``maximize`` a bool; parameters of a real floating dtype (integer and complex ones are
+    refused, which torch.optim does not do); the parts check their own settings (betas in
+    [0, 1), eps > 0, ...). The groups' settings are checked again at every step (Python
+    numbers, no tensor read), so that a value written into ``param_groups`` after
+    construction (a scheduler, a hand edit, ``load_state_dict``) is checked too. There a
+    negative lr is accepted, as torch.optim accepts one that a scheduler sets (the step then
+    ascends); a non-finite lr or weight decay, which torch.optim would turn into NaN
+    parameters, raises ValueError naming the group.
 
     ``step`` is a thin shell: it collects each group's parameters, gradients and states
     and hands them to the functional :func:`_quadruple_step`.
@@ -186,16 +215,28 @@ class QuadrupleOptimizer(torch.optim.Optimizer):
     """
 
     def __init__(self, params: Iterable, *, metric, transition, direction, lift: Lift | None = None,
-                 lr: float = 1e-3, weight_decay: float = 0.0, track_diagnostics: bool = False):
-        if not (isinstance(lr, (int, float)) and lr > 0 and math.isfinite(lr)):
-            raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
-        if not (isinstance(weight_decay, (int, float)) and weight_decay >= 0):
-            raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
+                 lr: float = 1e-3, weight_decay: float = 0.0, track_diagnostics: bool = False,
+                 maximize: bool = False, skip_nonfinite: bool = False):
+        lr = check_real("lr", lr, low=0.0, low_open=True)
+        weight_decay = check_real("weight_decay", weight_decay, low=0.0)
+        _check_bool("maximize", maximize)
         self.quadruple = Quadruple(metric, transition, direction, lift or Lift())
         self.track_diagnostics = bool(track_diagnostics)
+        self.skip_nonfinite = bool(skip_nonfinite)
+        self.skipped_steps = 0
         self._trace: dict = {}  # param -> (velocity, target velocity) of the last step
         self._last: dict | None = None
-        super().__init__(params, dict(lr=float(lr), weight_decay=float(weight_decay)))
+        super().__init__(params, dict(lr=lr, weight_decay=weight_decay, maximize=maximize))
+
+    def check_group(self, group: dict, index: int, at_step: bool) -> None:
+        check_lr(group, index, at_step)
+        check_weight_decay(group, index)
+        _check_bool(f"maximize (param group {index})", group.get("maximize", False))
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:  # a state dict saved before maximize existed
+            group.setdefault("maximize", False)
 
     @property
     def metric(self):
@@ -216,11 +257,15 @@ class QuadrupleOptimizer(torch.optim.Optimizer):
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None):
         loss = evaluate_closure(closure)
+        self.check_groups()
+        if self.nonfinite_gradients_skip():
+            return loss
         sums = dict.fromkeys(_SUMS, 0.0) if self.track_diagnostics else None
         for group in self.param_groups:
             params, grads, states = collect_group(self, group, self.quadruple.init)
             _quadruple_step(params, grads, states, self.quadruple, lr=group["lr"],
-                            weight_decay=group["weight_decay"], sums=sums, trace=self._trace)
+                            weight_decay=group["weight_decay"], sums=sums, trace=self._trace,
+                            maximize=group.get("maximize", False))
         if sums is not None:
             sums["loss"] = None if loss is None else float(loss.detach() if torch.is_tensor(loss) else loss)
             self._last = sums

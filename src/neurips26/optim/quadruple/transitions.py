@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .base import check_beta, into, rms_denominator
+from ..._checks import check_real
+from .base import check_beta, check_positive, into, rms_denominator
 
 __all__ = ["NoMemory", "HeavyBall", "Moments", "LionMemory", "KroneckerFactors", "EMAMomentum",
            "PreconditionedTracking"]
@@ -47,8 +48,7 @@ class HeavyBall:
 
     def __post_init__(self):
         check_beta("momentum", self.momentum)
-        if not 0.0 <= self.dampening <= 1.0:
-            raise ValueError(f"dampening must be in [0, 1], got {self.dampening!r}")
+        check_real("dampening", self.dampening, low=0.0, high=1.0)
 
     def init(self, p):
         return {"momentum_buffer": None}
@@ -138,8 +138,7 @@ class KroneckerFactors:
     eps: float = 1e-4
 
     def __post_init__(self):
-        if not self.eps > 0:
-            raise ValueError(f"eps must be > 0, got {self.eps!r}")
+        check_positive("eps", self.eps)
 
     def init(self, p):
         if p.ndim not in (1, 2):
@@ -209,11 +208,9 @@ class PreconditionedTracking:
     start: str = "target"
 
     def __post_init__(self):
-        if not 0.0 < self.gain <= 1.0:
-            raise ValueError(f"gain must be in (0, 1], got {self.gain!r}")
+        check_real("gain", self.gain, low=0.0, low_open=True, high=1.0)
         check_beta("beta2", self.beta2)
-        if not self.eps > 0.0:
-            raise ValueError(f"eps must be > 0, got {self.eps!r}")
+        check_positive("eps", self.eps)
         if self.start not in ("target", "zero"):
             raise ValueError(f"start must be 'target' or 'zero', got {self.start!r}")
 
