@@ -64,7 +64,8 @@ def test_a_dying_worker_does_not_stop_training_and_checkpoints_resume(tmp_path, 
     state = load_checkpoint(ckpt)
     assert state["server"]["k"] == 6 and torch.equal(state["server"]["x"], res.points[-1])
 
-    more = run_rennala(noisy_grad, X0, n_workers=2, batch_size=2, steps=4, lr=0.1, seed=1, checkpoint=ckpt,
+    # steps is the total target: resumed at step 6, a run to step 10 takes 4 steps
+    more = run_rennala(noisy_grad, X0, n_workers=2, batch_size=2, steps=10, lr=0.1, seed=1, checkpoint=ckpt,
                        checkpoint_every=2, resume=True)
     assert more.start_step == 6 and len(more.points) == 4
     assert load_checkpoint(ckpt)["server"]["k"] == 10

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import numbers
 import os
 from dataclasses import dataclass, field
 from typing import Callable
@@ -31,13 +32,13 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..geometry import Norm, get_norm, nsgd_step
-from ._checks import check_int
+from .._checks import check_int, check_real
+from ..geometry import Blocks, Norm, get_norm, nsgd_step
 
 __all__ = [
     "Server", "RennalaServer", "SynchronousServer", "AsynchronousServer", "Checkpointer",
     "SimulationResult", "simulate", "simulate_rennala", "replay", "worker_rngs", "equilibrium_time",
-    "save_checkpoint", "load_checkpoint",
+    "save_checkpoint", "load_checkpoint", "state_problem",
 ]
 
 GradFn = Callable[[torch.Tensor, int, np.random.Generator], torch.Tensor]
@@ -46,7 +47,8 @@ TimeFn = Callable[[int, np.random.Generator], float]
 
 def worker_rngs(seed: int, worker: int, k0: int = 0) -> tuple[np.random.Generator, np.random.Generator]:
     """The gradient and compute-time generators of ``worker`` for a run (or a resumed
-    run) that starts at iteration ``k0``."""
+    run) that starts at iteration ``k0`` (all three integers >= 0)."""
+    seed, worker, k0 = check_int("seed", seed, 0), check_int("worker", worker, 0), check_int("k0", k0, 0)
     return np.random.default_rng([seed, 0, worker, k0]), np.random.default_rng([seed, 1, worker, k0])
 
 
@@ -60,23 +62,41 @@ class Server:
     returns ``(x, k)`` to compute at, or None to leave the worker idle. ``state_dict`` /
     ``load_state_dict`` save and restore it between steps. The simulated driver
     (:func:`simulate`) and the process runners (:mod:`.runner`) drive any Server.
+
+    Checked at construction: x0 a finite, non-empty, 1-D floating-point tensor; lr a
+    finite number > 0; a ``Blocks`` norm the size of x0. ``submit`` refuses a gradient
+    that is not a tensor of x's shape (ValueError / TypeError) and a non-finite one
+    (FloatingPointError, when it would be stepped with).
     """
 
     kind = "server"
 
     def __init__(self, x0: torch.Tensor, lr: float, norm: str | Norm | None):
-        if not isinstance(x0, torch.Tensor) or x0.ndim != 1 or x0.numel() == 0:
+        if not isinstance(x0, torch.Tensor):
+            raise TypeError(f"x0 must be a torch tensor (the flat 1-D vector of the parameters), "
+                            f"got {type(x0).__name__}")
+        if x0.ndim != 1 or x0.numel() == 0:
             raise ValueError("x0 must be a non-empty 1-D tensor (flatten the parameters; "
                              "geometry.Blocks gives per-parameter geometry on the flat vector)")
         if not x0.dtype.is_floating_point:
             raise ValueError(f"x0 must be a floating-point tensor, got {x0.dtype}")
-        if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-            raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+        if not torch.isfinite(x0).all():
+            raise ValueError("x0 holds NaN or inf: the starting point must be finite")
+        lr = check_real("lr", lr, low=0, low_open=True)
         self.x = x0.detach().clone()
         self.lr = float(lr)
         self.norm = None if norm is None else get_norm(norm)
+        if isinstance(self.norm, Blocks) and self.norm.numel != x0.numel():
+            raise ValueError(f"norm is a Blocks geometry over {self.norm.numel} entries, x0 has {x0.numel()}")
         self.k = 0
         self.discarded = 0
+
+    def _check_gradient(self, g, k, worker) -> None:
+        if not isinstance(g, torch.Tensor):
+            raise TypeError(f"the gradient of worker {worker} (step {k}) must be a torch tensor, got {type(g).__name__}")
+        if g.shape != self.x.shape:
+            raise ValueError(f"the gradient of worker {worker} (step {k}) must have x's shape {tuple(self.x.shape)}, "
+                             f"got {tuple(g.shape)}")
 
     def _step(self, g: torch.Tensor) -> None:
         if not torch.isfinite(g).all():
@@ -99,6 +119,13 @@ class Server:
                 "norm": None if self.norm is None else self.norm.name, **self._config()}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore a :meth:`state_dict` of a server of the same kind and settings
+        (ValueError naming what does not match, or what is missing or broken)."""
+        if not isinstance(state, dict):
+            raise TypeError(f"state_dict must be a dict from Server.state_dict(), got {type(state).__name__}")
+        broken = state_problem(state)
+        if broken is not None:
+            raise ValueError(f"state_dict is not a server state: {broken}")
         mine = {"kind": self.kind, "norm": None if self.norm is None else self.norm.name, **self._config()}
         for key, value in mine.items():
             if state.get(key) != value:
@@ -127,7 +154,7 @@ class RennalaServer(Server):
     kind = "rennala"
 
     def __init__(self, x0: torch.Tensor, batch_size: int, lr: float, norm: str | Norm | None = "l2"):
-        check_int("batch_size", batch_size, 1)
+        batch_size = check_int("batch_size", batch_size, 1)
         super().__init__(x0, lr, norm)
         self.B = batch_size
         self._reset_batch()
@@ -140,6 +167,7 @@ class RennalaServer(Server):
         self._count = 0
 
     def submit(self, g: torch.Tensor, k: int, worker: int = 0) -> bool:
+        self._check_gradient(g, k, worker)
         if k != self.k:
             self.discarded += 1
             return False
@@ -161,7 +189,7 @@ class SynchronousServer(Server):
     kind = "synchronous"
 
     def __init__(self, x0: torch.Tensor, n_workers: int, lr: float, norm: str | Norm | None = "l2"):
-        check_int("n_workers", n_workers, 1)
+        n_workers = check_int("n_workers", n_workers, 1)
         super().__init__(x0, lr, norm)
         self.n_workers = n_workers
         self.alive = set(range(n_workers))
@@ -183,6 +211,7 @@ class SynchronousServer(Server):
         return self._maybe_step()
 
     def submit(self, g, k, worker=0):
+        self._check_gradient(g, k, worker)
         if k != self.k or worker in self._grads:
             self.discarded += 1
             return False
@@ -205,8 +234,8 @@ class AsynchronousServer(Server):
     kind = "asynchronous"
 
     def __init__(self, x0: torch.Tensor, lr: float, norm: str | Norm | None = None, max_delay: int | None = None):
-        if max_delay is not None and (not isinstance(max_delay, int) or max_delay < 0):
-            raise ValueError(f"max_delay must be None or an integer >= 0, got {max_delay!r}")
+        if max_delay is not None:
+            max_delay = check_int("max_delay", max_delay, 0)
         super().__init__(x0, lr, norm)
         self.max_delay = max_delay
 
@@ -214,6 +243,7 @@ class AsynchronousServer(Server):
         return {"max_delay": self.max_delay}
 
     def submit(self, g, k, worker=0):
+        self._check_gradient(g, k, worker)
         if self.max_delay is not None and self.k - k > self.max_delay:
             self.discarded += 1
             return False
@@ -226,19 +256,59 @@ def save_checkpoint(path: str | os.PathLike, server: Server, **extra) -> None:
     while writing leaves the previous checkpoint intact."""
     from .._atomic import atomic_open
 
+    if not isinstance(server, Server):
+        raise TypeError(f"server must be a Server, got {type(server).__name__}")
     with atomic_open(path) as fh:
         torch.save({"server": server.state_dict(), **extra}, fh)
 
 
+def state_problem(state) -> str | None:
+    """What makes ``state`` unusable as a server state (missing keys, a point that is
+    not a finite 1-D float tensor, a step counter that is not an integer >= 0), in
+    words; None when it is sound. Whether it matches a given server is
+    :meth:`Server.load_state_dict`'s check."""
+    if not isinstance(state, dict):
+        return f"it is a {type(state).__name__}, not a dict"
+    missing = [key for key in ("kind", "x", "k", "discarded") if key not in state]
+    if missing:
+        return f"it has no {', '.join(map(repr, missing))}"
+    x = state["x"]
+    if not (isinstance(x, torch.Tensor) and x.ndim == 1 and x.numel() > 0 and x.dtype.is_floating_point):
+        what = f"shape {tuple(x.shape)} {x.dtype}" if isinstance(x, torch.Tensor) else type(x).__name__
+        return f"x is not a non-empty 1-D float tensor ({what})"
+    if not torch.isfinite(x).all():
+        return "x holds NaN or inf"
+    for key in ("k", "discarded"):
+        value = state[key]
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+            return f"{key} is not an integer >= 0 (got {value!r})"
+    return None
+
+
 def load_checkpoint(path: str | os.PathLike) -> dict:
     """Read a checkpoint written by :func:`save_checkpoint` (``["server"]`` goes to
-    ``server.load_state_dict``)."""
+    ``server.load_state_dict``).
+
+    A file that is there but cannot be used (cut short, not a torch file, not a
+    neurips26.distributed checkpoint, a server state with missing or broken entries)
+    raises ``ValueError("checkpoint corrupt: PATH (what is wrong)")``; a missing file
+    FileNotFoundError."""
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise FileNotFoundError(f"no checkpoint at {path}") from None
+    except (IsADirectoryError, PermissionError):
+        raise
+    except Exception as exc:  # a torn zip, a text file, an empty file, a pickle torch refuses
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise ValueError(f"checkpoint corrupt: {path} (torch.load cannot read it: {type(exc).__name__}"
+                         f"{': ' + first if first else ''})") from exc
     if not isinstance(state, dict) or "server" not in state:
-        raise ValueError(f"{path} is not a neurips26.distributed checkpoint")
+        what = "a dict without a 'server' entry" if isinstance(state, dict) else f"a {type(state).__name__}"
+        raise ValueError(f"checkpoint corrupt: {path} (not a neurips26.distributed checkpoint: it holds {what})")
+    broken = state_problem(state["server"])
+    if broken is not None:
+        raise ValueError(f"checkpoint corrupt: {path} (its server state: {broken})")
     return state
 
 
@@ -248,7 +318,9 @@ class Checkpointer:
     step; it never saves when ``path`` is None or ``every`` is 0."""
 
     def __init__(self, path, every: int):
-        check_int("checkpoint_every", every, 0)
+        every = check_int("checkpoint_every", every, 0)
+        if path is not None and not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"checkpoint must be a path (str or os.PathLike) or None, got {type(path).__name__}")
         if every and path is None:
             raise ValueError("checkpoint_every is set but no checkpoint path was given")
         self.path, self.every = path, every
@@ -295,11 +367,22 @@ def simulate(
     rng)`` the time it takes (a constant for deterministic workers). Events run in time
     order, ties by worker index, so a run is reproducible. The clock starts at 0 and
     the workers' generators at the server's step (``worker_rngs(seed, w, server.k)``),
-    so a server loaded from a checkpoint resumes where it stopped.
+    so a server loaded from a checkpoint resumes where it stopped. ``steps`` counts the
+    steps of this call (a server loaded from a checkpoint at step k ends at k + steps;
+    the process runners' ``steps`` is the total target instead, see
+    :func:`~neurips26.distributed.run_distributed`).
     """
+    if not isinstance(server, Server):
+        raise TypeError(f"server must be a Server, got {type(server).__name__}")
+    for name, fn in (("grad", grad), ("compute_time", compute_time)):
+        if not callable(fn):
+            raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+    if until is not None and not callable(until):
+        raise TypeError(f"until must be None or callable (x -> bool), got {type(until).__name__}")
     saver = Checkpointer(checkpoint, checkpoint_every)
-    check_int("n_workers", n_workers, 1)
-    check_int("steps", steps, 0)
+    n_workers = check_int("n_workers", n_workers, 1)
+    steps = check_int("steps", steps, 0)
+    seed = check_int("seed", seed, 0)
     rngs = [worker_rngs(seed, w, server.k) for w in range(n_workers)]
     events: list[tuple[float, int, int, torch.Tensor]] = []
     idle: set[int] = set()
@@ -370,7 +453,12 @@ def replay(server: Server, grad: GradFn, arrivals, seed: int = 0) -> list[torch.
     history = [server.x.clone()]
     rngs: dict[int, np.random.Generator] = {}
     points = []
-    for w, k in arrivals:
+    for i, arrival in enumerate(arrivals):
+        try:
+            w, k = arrival
+        except (TypeError, ValueError):
+            raise ValueError(f"arrivals[{i}] must be a (worker, step) pair, got {arrival!r}") from None
+        w, k = check_int(f"arrivals[{i}]'s worker", w, 0), check_int(f"arrivals[{i}]'s step", k, 0)
         if not k0 <= k < k0 + len(history):
             raise ValueError(f"arrival ({w}, {k}) refers to a step the server had not reached")
         if w not in rngs:
@@ -389,6 +477,7 @@ def equilibrium_time(taus, batch_size: int) -> float:
     t·Σ 1/τ_i − m gradients by time t, so B of them take at most t(B). Here workers
     are not interrupted, and a computation under way at a step boundary is wasted: the
     same argument gives at most (B + 2m)/Σ_{i≤m} 1/τ_i per step."""
+    batch_size = check_int("batch_size", batch_size, 1)
     taus = np.sort(np.asarray(taus, float))
     if taus.size == 0 or not np.isfinite(taus).all() or (taus <= 0).any():
         raise ValueError("compute times must be finite and > 0 (and at least one)")
