@@ -83,6 +83,14 @@ class CheckedOptimizer(torch.optim.Optimizer):
             self.param_groups.pop()
             raise
 
+    def begin_step(self, closure: Callable[[], float] | None):
+        """The shells' step preamble: (the closure's loss, whether to skip this step). The
+        closure is evaluated, every group's settings are checked, and the gradients too
+        (:meth:`nonfinite_gradients_skip`)."""
+        loss = evaluate_closure(closure)
+        self.check_groups()
+        return loss, self.nonfinite_gradients_skip()
+
     def check_groups(self) -> None:
         """The step-time check of every group's settings (Python numbers only)."""
         for index, group in enumerate(self.param_groups):

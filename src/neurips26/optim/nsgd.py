@@ -16,7 +16,7 @@ import torch
 
 from .._checks import check_real
 from ..geometry import Norm, get_norm, nsgd_step
-from ._shell import CheckedOptimizer, check_lr, check_weight_decay, collect_group, evaluate_closure
+from ._shell import CheckedOptimizer, check_lr, check_weight_decay, collect_group
 
 __all__ = ["NSGD", "nsgd_step"]
 
@@ -88,9 +88,8 @@ class NSGD(CheckedOptimizer):
 
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None):
-        loss = evaluate_closure(closure)
-        self.check_groups()
-        if self.nonfinite_gradients_skip():
+        loss, skip = self.begin_step(closure)
+        if skip:
             return loss
         for group in self.param_groups:
             params, grads, states = collect_group(self, group, lambda p: {"momentum": torch.zeros_like(p)})

@@ -12,7 +12,7 @@ from typing import Callable, Iterable
 import torch
 
 from ..._checks import check_real
-from .._shell import CheckedOptimizer, check_lr, check_weight_decay, collect_group, evaluate_closure
+from .._shell import CheckedOptimizer, check_lr, check_weight_decay, collect_group
 from .base import Direction, Lift, Metric, Transition
 
 __all__ = ["Quadruple", "QuadrupleOptimizer"]
@@ -256,9 +256,8 @@ class QuadrupleOptimizer(CheckedOptimizer):
 
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None):
-        loss = evaluate_closure(closure)
-        self.check_groups()
-        if self.nonfinite_gradients_skip():
+        loss, skip = self.begin_step(closure)
+        if skip:
             return loss
         sums = dict.fromkeys(_SUMS, 0.0) if self.track_diagnostics else None
         for group in self.param_groups:
