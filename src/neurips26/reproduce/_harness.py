@@ -1,5 +1,10 @@
 """The experiment harness: a run context handed to each experiment, and the writer of
-``results.json`` / ``report.md`` (the contract of DESIGN.md)."""
+``results.json`` / ``report.md`` (the contract of DESIGN.md).
+
+An experiment's sweep is a list of independent tasks run through :meth:`RunContext.map`;
+where they run (in this process, ``--jobs N`` local processes, or a Dask cluster with
+``--scheduler``) is chosen on the command line, and finished tasks are cached in
+``OUT/SLUG.tasks/`` so that ``--resume`` continues an interrupted run (see ``_tasks.py``)."""
 
 from __future__ import annotations
 
@@ -17,10 +22,15 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from .._atomic import atomic_directory, atomic_open, atomic_write_text
+from ._tasks import (
+    InProcess, TaskCache, check_picklable, check_task_function, function_name, make_runner, task_key, task_seed,
+    task_seed_for,
+)
 
 T = TypeVar("T")
 
-__all__ = ["Experiment", "RunContext", "Claim", "run_experiment", "check_writable", "environment", "SCHEMA_KEYS"]
+__all__ = ["Experiment", "RunContext", "Claim", "run_experiment", "check_writable", "environment", "task_seed",
+           "SCHEMA_KEYS"]
 
 SCHEMA_KEYS = ("slug", "paper", "quick", "seed", "wall_s", "env", "config", "metrics", "claims")
 
@@ -77,7 +87,8 @@ class RunContext:
     progress bar. It records config, metrics, claims, tables and figures; the harness
     writes them out when the experiment returns."""
 
-    def __init__(self, slug: str, out_dir: Path, seed: int = 0, quick: bool = False, progress=None):
+    def __init__(self, slug: str, out_dir: Path, seed: int = 0, quick: bool = False, progress=None,
+                 runner=None, cache: TaskCache | None = None):
         self.slug = slug
         self.out_dir = Path(out_dir)
         self.seed = int(seed)
@@ -88,6 +99,9 @@ class RunContext:
         self.sections: list[str] = []
         self.figures: list[str] = []
         self._progress = progress
+        self._runner = runner if runner is not None else InProcess()
+        self._cache = cache
+        self.task_stats = {"tasks": 0, "reused": 0, "ran": 0, "task_wall_s": 0.0}
 
     # --- recording -------------------------------------------------------------------
     def metric(self, name: str, value: Any) -> None:
@@ -134,6 +148,84 @@ class RunContext:
                 self._progress.advance(task)
         finally:
             self._progress.remove_task(task)
+
+    # --- sweeps as tasks ------------------------------------------------------------------
+    def map(self, fn: Callable[[Any], dict], tasks: Iterable[Any], description: str = "tasks") -> list[dict]:
+        """Run ``fn(task)`` for every task; return the results in task order.
+
+        ``fn`` is a module-level function (worker processes import it by name); each task is a
+        small record of None, bool, int, float, str, tuples, lists, dicts and dataclasses of
+        these, and ``fn`` returns a JSON-able dict (it comes back through JSON in every mode,
+        cached or not: tuples become lists, NumPy scalars Python numbers).
+
+        Each task runs with ``random``, NumPy and torch seeded from (run seed, task record):
+        its result does not depend on where it runs, on the number of workers or on the
+        order of completion (``task_seed()`` inside ``fn`` gives that seed). Where the tasks run
+        is the command line's choice (``--jobs``, ``--scheduler``), never the experiment's.
+
+        Finished tasks are cached one file each; with ``--resume`` they are not run again. A
+        task that raises does not stop the others: once all have finished, the first failure
+        (in task order) is raised again, with a note naming the task and its traceback file.
+        """
+        tasks = list(tasks)
+        check_task_function(fn)
+        name = function_name(fn)
+        keys = []
+        for i, task in enumerate(tasks):
+            keys.append(task_key(task))  # TypeError for a record that is not plain data
+            check_picklable(task, f"task {i} ({task!r})")
+        places: dict[str, list[int]] = {}  # one run per distinct record, whatever the repeats
+        for i, key in enumerate(keys):
+            places.setdefault(key, []).append(i)
+        results: list[dict | None] = [None] * len(tasks)
+        self.task_stats["tasks"] += len(places)
+        bar = self._progress.add_task(f"{self.slug}: {description}", total=len(tasks)) if self._progress else None
+
+        def finish(key: str, result: dict) -> None:
+            for j, i in enumerate(places[key]):
+                results[i] = result if j == 0 else json.loads(json.dumps(result))  # no shared mutable results
+            if bar is not None:
+                self._progress.advance(bar, len(places[key]))
+
+        try:
+            todo = []
+            for key, (i, *_) in places.items():
+                entry = self._cache.load(name, key) if self._cache is not None else None
+                if entry is None:
+                    todo.append(i)
+                else:
+                    self.task_stats["reused"] += 1
+                    self.task_stats["task_wall_s"] += float(entry.get("wall_s", 0.0))
+                    finish(key, entry["result"])
+            calls = [(tasks[i], task_seed_for(self.seed, keys[i])) for i in todo]
+            failures = []
+            for out in self._runner.run(fn, calls):
+                i = todo[out.index]
+                if out.error is not None:
+                    where = self._cache.record_failure(name, keys[i], tasks[i], out.trace) if self._cache else None
+                    failures.append((i, out.error, where))
+                    continue
+                if self._cache is not None:
+                    self._cache.store(name, keys[i], tasks[i], calls[out.index][1], out.result_json, out.wall)
+                self.task_stats["ran"] += 1
+                self.task_stats["task_wall_s"] += out.wall
+                finish(keys[i], json.loads(out.result_json))
+        finally:
+            if bar is not None:
+                self._progress.remove_task(bar)
+        if failures:
+            failures.sort(key=lambda f: f[0])
+            i, exc, where = failures[0]
+            done = sum(r is not None for r in results)
+            exc.add_note(
+                f"task {i} of {len(tasks)} in {self.slug}'s {description!r} failed: {fn.__qualname__}({tasks[i]!r})"
+                + (f"; traceback in {where}" if where else "")
+                + (f"; {len(failures) - 1} other task(s) failed too" if len(failures) > 1 else "")
+                + f"; {done} finished" + (f" and are cached in {self._cache.root} (--resume runs only the rest)"
+                                          if self._cache else "")
+            )
+            raise exc
+        return results  # type: ignore[return-value]
 
 
 def _git_commit() -> str | None:
@@ -190,37 +282,64 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def run_experiment(exp: Experiment, out: Path, seed: int = 0, quick: bool = False, progress=None) -> dict[str, Any]:
+def run_experiment(exp: Experiment, out: Path, seed: int = 0, quick: bool = False, progress=None, *,
+                   jobs: int | None = None, scheduler: str | None = None, resume: bool = False) -> dict[str, Any]:
     """Run one experiment and write ``out/slug/{results.json, report.md, *.png}``.
 
     Returns the results dict. Everything is written into a temporary folder beside
     ``out/slug`` that replaces it in one move once the run has finished, so the folder
     always holds one complete run: a failed or interrupted run leaves the previous
     results as they were (exceptions from the experiment propagate).
+
+    The tasks of ``RunContext.map`` run in this process (default), on ``jobs`` local worker
+    processes, or on the Dask scheduler at ``scheduler``; the metrics are the same in every
+    mode. Finished tasks are cached in ``out/slug.tasks/``, beside the run folder so that
+    they outlive an interrupted run; ``resume`` reuses the tasks of an earlier run with the
+    same seed, size and package version, and otherwise an existing cache is moved aside
+    (renamed ``slug.tasks.moved-TIMESTAMP``), never mixed with this run's.
     """
+    from .. import __version__
+
     run_dir = Path(out) / exp.slug
     check_writable(Path(out))
     fn = exp.load()
-    with atomic_directory(run_dir, overwrite=True) as tmp_dir:
-        ctx = RunContext(exp.slug, tmp_dir, seed=seed, quick=quick, progress=progress)
-        _seed_everything(seed)
-        start = time.perf_counter()
-        fn(ctx)
-        wall = time.perf_counter() - start
-        results = {
-            "slug": exp.slug,
-            "paper": exp.paper,
-            "quick": quick,
-            "seed": seed,
-            "wall_s": round(wall, 3),
-            "env": environment(),
-            "config": _check_json_value("config", ctx.config),
-            "metrics": ctx.metrics,
-            "claims": [vars(c) for c in ctx.claims],
-        }
-        atomic_write_text(tmp_dir / "report.md", render_markdown(results, ctx.sections))
-        atomic_write_text(tmp_dir / "results.json", json.dumps(results, indent=2, allow_nan=False) + "\n")
+    say = progress.console.print if progress is not None and hasattr(progress, "console") else (lambda msg: None)
+    runner = make_runner(jobs, scheduler)
+    try:
+        cache = TaskCache(Path(out) / f"{exp.slug}.tasks", slug=exp.slug, seed=seed, quick=quick, version=__version__,
+                          resume=resume, say=say)
+        with atomic_directory(run_dir, overwrite=True) as tmp_dir:
+            ctx = RunContext(exp.slug, tmp_dir, seed=seed, quick=quick, progress=progress, runner=runner, cache=cache)
+            _seed_everything(seed)
+            start = time.perf_counter()
+            fn(ctx)
+            wall = time.perf_counter() - start
+            results = _results(exp, ctx, seed, quick, wall, runner)
+            atomic_write_text(tmp_dir / "report.md", render_markdown(results, ctx.sections))
+            atomic_write_text(tmp_dir / "results.json", json.dumps(results, indent=2, allow_nan=False) + "\n")
+    finally:
+        runner.close()
+    if ctx.task_stats["reused"]:
+        say(f"  {ctx.task_stats['reused']} of {ctx.task_stats['tasks']} tasks reused from {cache.root}")
     return results
+
+
+def _results(exp: Experiment, ctx: RunContext, seed: int, quick: bool, wall: float, runner) -> dict[str, Any]:
+    env = environment()
+    if ctx.task_stats["tasks"]:  # where the sweep's tasks ran, how many came from the cache, their summed time
+        env["tasks"] = {"executor": runner.name} | {k: round(v, 3) if isinstance(v, float) else v
+                                                     for k, v in ctx.task_stats.items()}
+    return {
+        "slug": exp.slug,
+        "paper": exp.paper,
+        "quick": quick,
+        "seed": seed,
+        "wall_s": round(wall, 3),
+        "env": env,
+        "config": _check_json_value("config", ctx.config),
+        "metrics": ctx.metrics,
+        "claims": [vars(c) for c in ctx.claims],
+    }
 
 
 def render_markdown(results: dict[str, Any], sections: Sequence[str]) -> str:
