@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -131,43 +132,37 @@ def _prefix(prob, T):
     return LeastSquaresLosses(prob.A[:T], prob.b[:T])
 
 
-def run(ctx: RunContext) -> None:
-    size = SIZES[ctx.quick]
-    n, d, T = size["n"], size["d"], size["T"]
-    ctx.config.update(size, eta_multipliers=list(ETA_MULTIPLIERS), bandit_eta_multipliers=list(BANDIT_ETA_MULTIPLIERS),
-                      gammas=list(GAMMAS), deltas=list(DELTAS),
-                      radius=RADIUS, topk_k=max(1, d // 10))
-    horizons = [T // 8, T // 4, T // 2, T]
-    methods = _methods(d)
-    block = max(1, round(math.sqrt(T) / 4))
-    rng = np.random.default_rng(ctx.seed)
-    nets = {g: gossip_matrix(g, n, **({"p": 0.3, "seed": ctx.seed} if g == "erdos_renyi" else {})) for g in size["graphs"]}
-    ctx.metric("spectral_gap", {g: net.spectral_gap for g, net in nets.items()})
+@dataclass(frozen=True)
+class Setting:
+    """One task of the sweep: a (problem, graph) pair in full information (``kind="full"``) or a
+    (feedback, graph) pair in bandit feedback (``kind="bandit"``, ``problem`` is the feedback),
+    every method tuned and run on it. ``seed`` is the run seed (the Erdős–Rényi graph's and
+    ``run_doco``'s, as before the sweep became tasks); ``tune_seed`` / ``test_seed`` are the data
+    seeds, drawn in the run in the order the loop once drew them, so the numbers are the same."""
 
-    # ---------------------------------------------------------------- full information
-    full = {}  # (problem, graph, method) -> dict
-    settings = [(p, g) for p in PROBLEMS for g in nets]
-    for p, g in ctx.track(settings, "full information"):
-        net = nets[g]
-        tune_prob = PROBLEMS[p](T, n, d, np.random.default_rng(rng.integers(2**31)))
-        test_prob = PROBLEMS[p](T, n, d, np.random.default_rng(rng.integers(2**31)))
-        prefixes = {Th: _prefix(test_prob, Th) for Th in horizons}  # shared: comparators are cached per object
-        for name, (make, compressed) in methods.items():
-            blk = block if name == ACCEL else 1
-            c, gamma, _ = _tune(make, compressed, tune_prob, net, RADIUS / math.sqrt(T), block=blk, seed=ctx.seed)
-            regrets, bits = [], None
-            for Th in horizons:
-                res = run_doco(prefixes[Th], net, make(c * RADIUS / math.sqrt(Th), gamma, Ball(RADIUS)),
-                               block=blk, seed=ctx.seed)
-                regrets.append(res.final_regret)
-                bits = res.final_bits
-            full[(p, g, name)] = dict(regret=regrets[-1], curve=regrets, bits=bits, slope=_slope(horizons, regrets),
-                                      eta_mult=c, gamma=gamma)
+    kind: str
+    problem: str
+    graph: str
+    n: int
+    d: int
+    d_bandit: int
+    T: int
+    seed: int
+    tune_seed: int
+    test_seed: int
 
-    # ---------------------------------------------------------------------- bandit
-    db = size["d_bandit"]
-    bmethods = _methods(db)
-    bandit_methods = {
+
+def _network(g: str, n: int, seed: int):
+    return gossip_matrix(g, n, **({"p": 0.3, "seed": seed} if g == "erdos_renyi" else {}))
+
+
+def _horizons_block(T: int) -> tuple[list[int], int]:
+    return [T // 8, T // 4, T // 2, T], max(1, round(math.sqrt(T) / 4))
+
+
+def _bandit_methods(d_bandit: int, block: int):
+    bmethods = _methods(d_bandit)
+    return {
         "D-FTRL": (bmethods["D-FTRL"][0], False, 1),
         ACCEL: (bmethods[ACCEL][0], False, block),
         "C-DFTRL top-k": (bmethods["C-DFTRL top-k"][0], True, 1),
@@ -175,26 +170,78 @@ def run(ctx: RunContext) -> None:
         "C-DOGD top-k": (bmethods["C-DOGD top-k"][0], True, 1),
         "C-DOGD top-k (blocked)": (bmethods["C-DOGD top-k"][0], True, block),
     }
-    bandit = {}
-    for g, fb in ctx.track(list(itertools.product(nets, ("one-point", "two-point"))), "bandit"):
-        net = nets[g]
-        tune_prob = _bandit_least_squares(T, n, db, np.random.default_rng(rng.integers(2**31)))
-        test_prob = _bandit_least_squares(T, n, db, np.random.default_rng(rng.integers(2**31)))
-        prefixes = {Th: _prefix(test_prob, Th) for Th in horizons}
-        rate = 0.75 if fb == "one-point" else 0.5  # eta ~ T^-3/4 (one-point), T^-1/2 (two-point)
-        for name, (make, compressed, blk) in bandit_methods.items():
-            c, gamma, delta = _tune(make, compressed, tune_prob, net, RADIUS / (db * T**rate), bandit=fb,
-                                    block=blk, seed=ctx.seed)
+
+
+def run_setting(s: Setting) -> dict:
+    """Tune and run every method on one setting: ``{method: {regret, curve, bits, slope, eta_mult,
+    gamma[, delta]}}`` (a task of ``RunContext.map``)."""
+    n, T = s.n, s.T
+    horizons, block = _horizons_block(T)
+    net = _network(s.graph, n, s.seed)
+    out = {}
+    if s.kind == "full":
+        d = s.d
+        tune_prob = PROBLEMS[s.problem](T, n, d, np.random.default_rng(s.tune_seed))
+        test_prob = PROBLEMS[s.problem](T, n, d, np.random.default_rng(s.test_seed))
+        prefixes = {Th: _prefix(test_prob, Th) for Th in horizons}  # shared: comparators are cached per object
+        for name, (make, compressed) in _methods(d).items():
+            blk = block if name == ACCEL else 1
+            c, gamma, _ = _tune(make, compressed, tune_prob, net, RADIUS / math.sqrt(T), block=blk, seed=s.seed)
             regrets, bits = [], None
             for Th in horizons:
-                res = run_doco(prefixes[Th], net, make(c * RADIUS / (db * Th**rate), gamma, Ball(RADIUS)),
-                               feedback=fb, delta=delta, block=blk, seed=ctx.seed)
+                res = run_doco(prefixes[Th], net, make(c * RADIUS / math.sqrt(Th), gamma, Ball(RADIUS)),
+                               block=blk, seed=s.seed)
                 regrets.append(res.final_regret)
                 bits = res.final_bits
-            bandit[(fb, g, name)] = dict(regret=regrets[-1], curve=regrets, bits=bits,
-                                         slope=_slope(horizons, regrets), eta_mult=c, gamma=gamma, delta=delta)
+            out[name] = dict(regret=regrets[-1], curve=regrets, bits=bits, slope=_slope(horizons, regrets),
+                             eta_mult=c, gamma=gamma)
+        return out
+    db, fb = s.d_bandit, s.problem
+    tune_prob = _bandit_least_squares(T, n, db, np.random.default_rng(s.tune_seed))
+    test_prob = _bandit_least_squares(T, n, db, np.random.default_rng(s.test_seed))
+    prefixes = {Th: _prefix(test_prob, Th) for Th in horizons}
+    rate = 0.75 if fb == "one-point" else 0.5  # eta ~ T^-3/4 (one-point), T^-1/2 (two-point)
+    for name, (make, compressed, blk) in _bandit_methods(db, block).items():
+        c, gamma, delta = _tune(make, compressed, tune_prob, net, RADIUS / (db * T**rate), bandit=fb,
+                                block=blk, seed=s.seed)
+        regrets, bits = [], None
+        for Th in horizons:
+            res = run_doco(prefixes[Th], net, make(c * RADIUS / (db * Th**rate), gamma, Ball(RADIUS)),
+                           feedback=fb, delta=delta, block=blk, seed=s.seed)
+            regrets.append(res.final_regret)
+            bits = res.final_bits
+        out[name] = dict(regret=regrets[-1], curve=regrets, bits=bits,
+                         slope=_slope(horizons, regrets), eta_mult=c, gamma=gamma, delta=delta)
+    return out
 
-    _record(ctx, full, bandit, methods, bandit_methods, nets, horizons, block, d, db)
+
+def run(ctx: RunContext) -> None:
+    size = SIZES[ctx.quick]
+    n, d, T = size["n"], size["d"], size["T"]
+    ctx.config.update(size, eta_multipliers=list(ETA_MULTIPLIERS), bandit_eta_multipliers=list(BANDIT_ETA_MULTIPLIERS),
+                      gammas=list(GAMMAS), deltas=list(DELTAS),
+                      radius=RADIUS, topk_k=max(1, d // 10))
+    horizons, block = _horizons_block(T)
+    methods = _methods(d)
+    rng = np.random.default_rng(ctx.seed)
+    nets = {g: _network(g, n, ctx.seed) for g in size["graphs"]}
+    ctx.metric("spectral_gap", {g: net.spectral_gap for g, net in nets.items()})
+
+    # The sweep: every (problem, graph) in full information, then every (graph, feedback) in
+    # bandit feedback; each one independent task, its data seeds drawn here in the loop's order.
+    cells = [("full", p, g) for p in PROBLEMS for g in nets]
+    cells += [("bandit", fb, g) for g, fb in itertools.product(nets, ("one-point", "two-point"))]
+    tasks = []
+    for kind, p, g in cells:
+        tune_seed, test_seed = int(rng.integers(2**31)), int(rng.integers(2**31))
+        tasks.append(Setting(kind, p, g, n, d, size["d_bandit"], T, ctx.seed, tune_seed, test_seed))
+    results = ctx.map(run_setting, tasks, description="settings (full information, bandit)")
+    full, bandit = {}, {}  # (problem, graph, method) / (feedback, graph, method) -> dict
+    for s, res in zip(tasks, results):
+        for name, v in res.items():
+            (full if s.kind == "full" else bandit)[(s.problem, s.graph, name)] = v
+    bandit_methods = _bandit_methods(size["d_bandit"], block)
+    _record(ctx, full, bandit, methods, bandit_methods, nets, horizons, block, d, size["d_bandit"])
 
 
 def _record(ctx, full, bandit, methods, bandit_methods, nets, horizons, block, d, d_bandit) -> None:
