@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-EXTRAS ?= llm,dist,bo,dev,chem,causal
+EXTRAS ?= llm,dist,bo,dev,chem,causal,co,minimax,riemann,moo,ranking,nlp,quantum
 
 .PHONY: install demo test bench clean
 
@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e ".[$(EXTRAS)]"
 	# the Sachs data ships inside cdt, whose own dependencies are not needed to read it
 	$(PY) -m pip install -q --no-deps "cdt==0.6.0"
+	# references whose declared dependencies pull torchvision, which does not import beside this torch:
+	# mup (muP baseline for HyperP) and LibAUC (its losses and PESG import without it)
+	$(PY) -m pip install -q --no-deps "mup==1.0.0" "libauc==2.0.1"
 	touch $(STAMP)
 
 demo: $(STAMP)
