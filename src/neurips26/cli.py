@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from . import reproduce
-from .reproduce._harness import check_writable, run_experiment
+from .reproduce._harness import check_writable, run_experiment, tally, verdict
 
 console = Console(stderr=True, soft_wrap=True)  # never break paths or messages mid-line
 out_console = Console()
@@ -88,11 +88,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             continue
         if (args.jobs or args.scheduler) and "tasks" not in res["env"]:
             console.print(f"  [yellow]note:[/] {exp.slug} does not run its sweep through ctx.map (yet): it ran in this process")
-        held = sum(c["holds"] for c in res["claims"])
-        console.print(f"  {held}/{len(res['claims'])} claims held, {res['wall_s']:.1f} s -> {out / exp.slug}")
+        held, tested = tally(res["claims"])
+        untested = len(res["claims"]) - tested
+        console.print(f"  {held}/{tested} claims held{f', {untested} not tested' if untested else ''}, "
+                      f"{res['wall_s']:.1f} s -> {out / exp.slug}")
+        style = {"holds": "green", "does not hold": "red", "not tested": "yellow"}
         for c in res["claims"]:
-            mark = "[green]holds[/]" if c["holds"] else "[red]does not hold[/]"
-            console.print(f"  - {c['claim']}: ours {c['ours']:.4g} vs baseline {c['baseline']:.4g}: {mark}")
+            v = verdict(c)
+            ours = "n/a" if c["ours"] is None else f"{c['ours']:.4g}"
+            base = "n/a" if c["baseline"] is None else f"{c['baseline']:.4g}"
+            console.print(f"  - {c['claim']}: ours {ours} vs baseline {base}: [{style[v]}]{v}[/]")
     if failed:
         console.print(f"[red]{len(failed)} experiment(s) failed:[/] {', '.join(failed)}")
         return 1
@@ -114,8 +119,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     index = render_index(out)
     table = Table("slug", "claims held / tested", "size", "wall (s)")
     for _, r in results:
-        held = sum(c["holds"] for c in r["claims"])
-        table.add_row(r["slug"], f"{held} / {len(r['claims'])}", "quick" if r["quick"] else "full", f"{r['wall_s']:.1f}")
+        held, tested = tally(r["claims"])
+        table.add_row(r["slug"], f"{held} / {tested}", "quick" if r["quick"] else "full", f"{r['wall_s']:.1f}")
     out_console.print(table)
     out_console.print(f"wrote {index}")
     return 0

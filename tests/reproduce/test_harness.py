@@ -41,6 +41,24 @@ def test_claim_holds_must_be_bool(tmp_path):
     ctx = RunContext("x", tmp_path)
     with pytest.raises(TypeError, match="bool"):
         ctx.claim("c", 1.0, 2.0, holds=1)
+    with pytest.raises(ValueError, match="finite"):  # a tested claim needs its numbers
+        ctx.claim("c", float("nan"), 2.0, holds=False)
+
+
+def test_untested_claim_is_stored_as_null_and_counted_apart(tmp_path):
+    from neurips26.reproduce import RunContext
+    from neurips26.reproduce._harness import render_markdown, tally, verdict
+
+    ctx = RunContext("x", tmp_path)
+    ctx.claim("both sides hit the step cap", float("nan"), 5.0, holds=None)
+    ctx.claim("a", 1.0, 2.0, holds=True)
+    ctx.claim("b", 3.0, 2.0, holds=False)
+    claims = [vars(c) for c in ctx.claims]
+    assert claims[0] == {"claim": "both sides hit the step cap", "ours": None, "baseline": 5.0, "holds": None}
+    assert [verdict(c) for c in claims] == ["not tested", "holds", "does not hold"]
+    assert tally(claims) == (1, 2)
+    md = render_markdown({"slug": "x", "paper": "p", "seed": 0, "quick": True, "wall_s": 1.0, "env": {}, "claims": claims}, [])
+    assert "| both sides hit the step cap | n/a | 5 | not tested |" in md
 
 
 def test_atomic_write_keeps_old_file_on_failure(tmp_path):

@@ -30,7 +30,7 @@ from ._tasks import (
 T = TypeVar("T")
 
 __all__ = ["Experiment", "RunContext", "Claim", "run_experiment", "check_writable", "environment", "task_seed",
-           "SCHEMA_KEYS"]
+           "SCHEMA_KEYS", "tally", "verdict"]
 
 SCHEMA_KEYS = ("slug", "paper", "quick", "seed", "wall_s", "env", "config", "metrics", "claims")
 
@@ -55,9 +55,20 @@ class Experiment:
 @dataclass
 class Claim:
     claim: str
-    ours: float
-    baseline: float
-    holds: bool
+    ours: float | None
+    baseline: float | None
+    holds: bool | None  # None: not tested (both sides hit a cap, or not measurable at this size)
+
+
+def verdict(claim: dict) -> str:
+    """'holds', 'does not hold' or 'not tested' for one claim of a results.json."""
+    return "not tested" if claim["holds"] is None else "holds" if claim["holds"] else "does not hold"
+
+
+def tally(claims: Sequence[dict]) -> tuple[int, int]:
+    """(claims that hold, claims tested) of a results.json; untested claims count in neither."""
+    tested = [c for c in claims if c["holds"] is not None]
+    return sum(bool(c["holds"]) for c in tested), len(tested)
 
 
 def _finite_number(name: str, value: Any) -> float | int:
@@ -107,10 +118,21 @@ class RunContext:
     def metric(self, name: str, value: Any) -> None:
         self.metrics[name] = _check_json_value(name, value)
 
-    def claim(self, claim: str, ours: float, baseline: float, holds: bool) -> None:
-        if not isinstance(holds, bool):
-            raise TypeError(f"holds must be a bool, got {type(holds).__name__}")
-        self.claims.append(Claim(claim, float(_finite_number("ours", ours)), float(_finite_number("baseline", baseline)), holds))
+    def claim(self, claim: str, ours: float, baseline: float, holds: bool | None) -> None:
+        """Record a claim. ``holds=None`` marks it not tested (say why in ``claim``); its numbers may
+        then be NaN or None and are stored as null."""
+        if holds is not None and not isinstance(holds, bool):
+            raise TypeError(f"holds must be a bool or None (not tested), got {type(holds).__name__}")
+        if holds is None:
+            def number(name, v):
+                if v is None:
+                    return None
+                v = float(_finite_number(name, v)) if not (isinstance(v, float) and math.isnan(v)) else None
+                return v
+        else:
+            def number(name, v):
+                return float(_finite_number(name, v))
+        self.claims.append(Claim(claim, number("ours", ours), number("baseline", baseline), holds))
 
     def table(self, title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
         def cell(v: Any) -> str:
@@ -342,6 +364,10 @@ def _results(exp: Experiment, ctx: RunContext, seed: int, quick: bool, wall: flo
     }
 
 
+def _num(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.4g}"
+
+
 def render_markdown(results: dict[str, Any], sections: Sequence[str]) -> str:
     lines = [
         f"# {results['slug']}: {results['paper']}",
@@ -355,8 +381,9 @@ def render_markdown(results: dict[str, Any], sections: Sequence[str]) -> str:
         "| claim | ours | baseline | holds |",
         "|---|---|---|---|",
     ]
+    mark = {"holds": "yes", "does not hold": "**no**", "not tested": "not tested"}
     for c in results["claims"]:
-        lines.append(f"| {c['claim']} | {c['ours']:.4g} | {c['baseline']:.4g} | {'yes' if c['holds'] else '**no**'} |")
+        lines.append(f"| {c['claim']} | {_num(c['ours'])} | {_num(c['baseline'])} | {mark[verdict(c)]} |")
     if not results["claims"]:
         lines.append("| (no claim tested) | | | |")
     lines += ["", "## Results", ""]
