@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 import torch
 
 __all__ = ["MoEBlock", "find_moe_blocks", "route_weights", "RouteLog", "record_routes", "expert_loads",
-           "routing_agreement"]
+           "routing_agreement", "Router", "find_routers", "sqrt_gate", "SqrtGate", "apply_sqrt_gate",
+           "aux_load_balance_loss", "expert_load", "collect_router_outputs"]
 
 
 @dataclass
@@ -166,3 +167,153 @@ def routing_agreement(ref: torch.Tensor, other: torch.Tensor) -> dict:
     b = torch.zeros(other.shape[0], E, dtype=torch.bool).scatter_(1, other, True)
     inter, union = (a & b).sum(1).float(), (a | b).sum(1).float()
     return {"exact": float((inter == union).float().mean()), "jaccard": float((inter / union).mean())}
+
+
+# --- routers, SqrtGate and load balance (HyperP) -------------------------------------------
+
+@dataclass
+class Router:
+    """One top-k softmax router of a model: its qualified ``name``, the router ``module``,
+    where its (T, k) top-k weights and (T, k) indices sit in its output tuple, ``top_k`` and
+    ``num_experts``. Two layouts: GraniteMoe's ``block.router`` returns (indices, weights,
+    logits); Qwen3-MoE's / Mixtral's ``block.gate`` returns (logits, weights, indices)."""
+
+    name: str
+    module: torch.nn.Module
+    indices_at: int
+    logits_at: int
+    top_k: int
+    num_experts: int
+
+
+def find_routers(model: torch.nn.Module) -> list[Router]:
+    """Every top-k softmax router of ``model`` (GraniteMoe's ``router``, Qwen3-MoE's and
+    Mixtral's ``gate``), in module order. A sigmoid router (DeepSeek-V3's, with
+    ``e_score_correction_bias``) or a model with no router raises TypeError: SqrtGate is
+    defined on softmax gates whose top-k weights sum to one."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    found = []
+    for name, mod in model.named_modules():
+        experts = getattr(mod, "experts", None)
+        for attr, layout in (("router", (0, 2)), ("gate", (2, 0))):
+            r = getattr(mod, attr, None)
+            if experts is None or not isinstance(r, torch.nn.Module) or not hasattr(r, "top_k") \
+                    or not isinstance(getattr(r, "weight", None), torch.Tensor) or r.weight.ndim != 2:
+                continue
+            if hasattr(r, "e_score_correction_bias"):
+                raise TypeError(f"{name}.{attr}: a sigmoid router with a score-correction bias (DeepSeek-V3 "
+                                "layout); SqrtGate and these statistics need a top-k softmax router")
+            E = r.weight.shape[0]
+            found.append(Router(f"{name}.{attr}" if name else attr, r, layout[0], layout[1], int(r.top_k), int(E)))
+    if not found:
+        raise TypeError(f"{type(model).__name__}: no top-k softmax router found (GraniteMoe's block.router or "
+                        "Qwen3-MoE's / Mixtral's block.gate next to block.experts)")
+    return found
+
+
+def sqrt_gate(weights: torch.Tensor, eps: float = 1e-30) -> torch.Tensor:
+    """SqrtGate: g_i = √(w_i / Σ_j w_j) over the last dimension of the (..., k) top-k gate
+    weights, so that Σ g_i² = 1. With k experts whose outputs are independent with equal
+    RMS, the block output then keeps that RMS for every k (√(Σ g²) = 1), where softmax
+    weights (Σ w = 1) shrink it by √(Σ w²) ≈ 1/√k. Computed in float32 or wider, returned
+    in ``weights``' dtype; ``eps`` keeps the square root's gradient finite at w = 0."""
+    if not isinstance(weights, torch.Tensor) or not weights.is_floating_point() or weights.ndim < 1:
+        raise TypeError(f"weights must be a floating-point (..., k) tensor, got {_shape(weights)}")
+    w = weights.float() if weights.element_size() < 4 else weights
+    g = (w / w.sum(dim=-1, keepdim=True)).clamp(min=eps).sqrt()
+    return g.to(weights.dtype)
+
+
+class SqrtGate:
+    """The hooks that :func:`apply_sqrt_gate` put on the routers: ``routers`` lists them,
+    :meth:`remove` takes them off (also on leaving a ``with`` block)."""
+
+    def __init__(self, routers: list[Router], handles: list):
+        self.routers = routers
+        self._handles = handles
+
+    def remove(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+    def __enter__(self) -> "SqrtGate":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+def apply_sqrt_gate(model: torch.nn.Module) -> SqrtGate:
+    """Hook every router of ``model`` (:func:`find_routers`) so that the top-k weights it
+    returns become SqrtGate's g = √(w/Σw) (:func:`sqrt_gate`); router logits and the chosen
+    experts are left unchanged. Returns the :class:`SqrtGate` that removes the hooks.
+    Other router layouts raise TypeError."""
+    routers = find_routers(model)
+
+    def hook(mod, args, out):
+        out = list(out)
+        out[1] = sqrt_gate(out[1])
+        return tuple(out)
+
+    return SqrtGate(routers, [r.module.register_forward_hook(hook) for r in routers])
+
+
+@contextmanager
+def collect_router_outputs(model: torch.nn.Module):
+    """While inside, every router call of ``model`` (:func:`find_routers`) appends its
+    (T, E) logits (not detached: an auxiliary loss on them trains the routers) to
+    ``out["logits"]`` and its (T, k) top-k indices to ``out["indices"]``; yields ``out``.
+    (``transformers`` 5's GraniteMoe does not return its router logits.)"""
+    routers = find_routers(model)
+    out: dict = {"logits": [], "indices": []}
+
+    def hook(mod, args, res, r):
+        out["logits"].append(res[r.logits_at])
+        out["indices"].append(res[r.indices_at].detach())
+
+    handles = [r.module.register_forward_hook(lambda m, a, res, r=r: hook(m, a, res, r)) for r in routers]
+    try:
+        yield out
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def aux_load_balance_loss(router_logits, top_k: int, num_experts: int | None = None) -> torch.Tensor:
+    """The Switch-Transformer auxiliary load-balancing loss E · Σ_e f_e P_e, with f_e the
+    share of tokens whose top-k includes expert e and P_e the mean router probability of e,
+    both pooled over the layers (``transformers``' ``load_balancing_loss_func`` without a
+    mask). Equals k at a perfectly uniform routing; differentiable through P.
+
+    Args:
+        router_logits: a (T, E) tensor or a sequence of them (one per MoE layer).
+        top_k: experts per token, an int in [1, E].
+        num_experts: E (None: read from the logits).
+    """
+    logits = [router_logits] if isinstance(router_logits, torch.Tensor) else list(router_logits)
+    if not logits or not all(isinstance(t, torch.Tensor) and t.ndim == 2 and t.is_floating_point()
+                             for t in logits):
+        raise ValueError("router_logits must be a (T, E) floating-point tensor or a non-empty sequence of them")
+    E = logits[0].shape[1]
+    if num_experts is not None and num_experts != E:
+        raise ValueError(f"num_experts = {num_experts} but the logits have E = {E} columns")
+    if any(t.shape[1] != E for t in logits) or any(t.shape[0] == 0 for t in logits):
+        raise ValueError(f"every layer's logits must be (T, {E}) with T >= 1, got {[tuple(t.shape) for t in logits]}")
+    if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or not 1 <= top_k <= E:
+        raise ValueError(f"top_k must be an int in [1, {E}], got {top_k!r}")
+    x = torch.cat([t.float() for t in logits])
+    probs = torch.softmax(x, dim=-1)
+    chosen = probs.topk(int(top_k), dim=-1).indices
+    f = torch.bincount(chosen.reshape(-1), minlength=E).float() / x.shape[0]
+    return E * (f * probs.mean(dim=0)).sum()
+
+
+def expert_load(indices: torch.Tensor, num_experts: int) -> float:
+    """Max over mean of the expert loads of one routing (top-k ``indices``, any shape): 1 is
+    perfectly balanced, E is every token on one expert."""
+    loads = expert_loads(indices, num_experts)
+    if loads.sum() == 0:
+        raise ValueError("indices is empty: no load to measure")
+    return float(loads.max() / loads.mean())
