@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._checks import check_int, check_real
@@ -90,9 +90,12 @@ class PairwiseAUCClassifier(ClassifierMixin, BaseEstimator):
         hidden = self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
-        self.classes_, yi = np.unique(y, return_inverse=True)
-        if len(self.classes_) != 2:
-            raise ValueError(f"PairwiseAUCClassifier is binary: y must hold exactly 2 classes, got {len(self.classes_)}")
+        classes, yi = np.unique(y, return_inverse=True)
+        if len(classes) == 1:
+            raise ValueError("y holds one class only: a pairwise AUC loss needs both classes")
+        if type_of_target(y) != "binary":
+            raise ValueError(f"Only binary classification is supported. y has {len(classes)} classes")
+        self.classes_ = classes
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(0, 2**31 - 1))
         self.mean_ = X.mean(0)
@@ -111,7 +114,11 @@ class PairwiseAUCClassifier(ClassifierMixin, BaseEstimator):
         s = self._scores(X)
         if not np.all(np.isfinite(s)):
             raise FloatingPointError("training diverged (non-finite scores): lower lr")
-        self.platt_ = LogisticRegression().fit(s[:, None], yi)
+        platt = LogisticRegression().fit(s[:, None], yi)
+        if platt.coef_[0, 0] < 0:  # a model worse than chance on its own training data: keep the
+            platt.coef_[0, 0] = 0.0  # map monotone non-decreasing (probabilities = the class prior)
+            platt.intercept_[0] = float(np.log(yi.mean() / (1 - yi.mean())))
+        self.platt_ = platt
         return self
 
     def _scores(self, X) -> np.ndarray:
@@ -119,20 +126,27 @@ class PairwiseAUCClassifier(ClassifierMixin, BaseEstimator):
             Xt = torch.as_tensor((X - self.mean_) / self.scale_, dtype=torch.float32)
             return self.model_(Xt).reshape(-1).double().numpy()
 
-    def decision_function(self, X) -> np.ndarray:
-        """Scores (n,): larger means more likely the positive class ``classes_[1]``."""
+    def raw_scores(self, X) -> np.ndarray:
+        """The model's scores (n,) as trained (a pairwise loss fixes them up to a monotone map)."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         return self._scores(X)
 
+    def decision_function(self, X) -> np.ndarray:
+        """Calibrated log-odds (n,) of the positive class ``classes_[1]``: Platt's increasing affine
+        map of :meth:`raw_scores`, so it ranks (and has the AUC) exactly as the raw scores."""
+        s = self.raw_scores(X)  # checks fitted before platt_ is read
+        return self.platt_.decision_function(s[:, None])
+
     def predict_proba(self, X) -> np.ndarray:
         """(n, 2) class probabilities from Platt scaling of the scores."""
-        s = self.decision_function(X)
+        s = self.raw_scores(X)
         return self.platt_.predict_proba(s[:, None])
 
     def predict(self, X) -> np.ndarray:
-        return self.classes_[(self.predict_proba(X)[:, 1] > 0.5).astype(int)]
+        check_is_fitted(self)
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]
 
     def score(self, X, y, sample_weight=None) -> float:
-        """ROC AUC of ``decision_function(X)`` against ``y``."""
-        return float(roc_auc_score(y, self.decision_function(X), sample_weight=sample_weight))
+        """ROC AUC of the scores against ``y`` (the metric this estimator optimizes)."""
+        return float(roc_auc_score(y, self.raw_scores(X), sample_weight=sample_weight))
