@@ -56,12 +56,14 @@ per-coordinate scaling, and the change of :math:`\hat v`),
 Signs this predicts (used by the reproduction, derived here rather than assumed)
 -------------------------------------------------------------------------------
 An item's accumulated energy is (number of steps with a gradient) × (energy per step).
-Under SGD the energy per step is the squared gradient, which stays large for an item whose
-positives disagree (a broad concept, noisy labels) and falls once a narrow item is fit: the
-norm grows with frequency, falls with specificity and grows with label noise. Under Adam the
-energy per step is :math:`U_t`, large for consistent gradients and small for conflicting ones:
-the norm grows with specificity and falls with label noise; frequency stays positive where an
-item recurs within Adam's second-moment horizon :math:`1/(1-\beta_2)` steps.
+Under SGD the energy per step is the squared tangential gradient, which stays large for an
+item whose positives disagree (a broad concept, noisy labels: the gradient never settles) and
+falls once a narrow item is fit: the norm grows with frequency, falls with specificity and
+grows with label noise. Under Adam the energy per step is :math:`U_t`, a signal-to-noise
+ratio that does not scale with the gradient, so the same argument fixes no sign in advance
+(consistent gradients give large :math:`U_t`, but so does the momentum's radial drift of a
+row whose direction keeps changing); the reproduction measures the signs under Adam rather
+than predicting them.
 
 API
 ---

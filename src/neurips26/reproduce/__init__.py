@@ -110,3 +110,19 @@ register(
         target="neurips26.reproduce.dag_flow:run",
     )
 )
+register(
+    Experiment(
+        slug="embedding-norms",
+        paper="Norms of contrastive embeddings: an optimization-dynamics formula, and norms as free calibration",
+        summary="InfoNCE tables (SGD, Adam): norms vs the formula, frequency, tree depth, label noise; all-MiniLM-L6-v2 norms of WordNet nouns vs depth/frequency; retrieval confidence with and without norms (AUROC, ECE).",
+        target="neurips26.reproduce.embedding_norms:run",
+    )
+)
+register(
+    Experiment(
+        slug="auc-corrective-power",
+        paper="Corrective Power: when pairwise AUC-surrogate training stops correcting severe ranking errors",
+        summary="Exact O(n log n) pairwise surrogates (squared hinge, hinge, logistic, exponential) vs CE, focal, CE warm-up and LibAUC's AUCM+PESG on imbalanced digits, breast cancer, make_classification and WordNet glosses (MiniLM LoRA vs scratch); degeneracy index and corrective power during training.",
+        target="neurips26.reproduce.auc_corrective_power:run",
+    )
+)
