@@ -163,11 +163,12 @@ class UStatDecomposition:
         return self.sigma1_pos / n_pos + self.sigma1_neg / n_neg + self.sigma2 / (n_pos * n_neg)
 
     def degeneracy(self, n_pos: int, n_neg: int) -> float:
-        """Share of the second-order part, V₂ / (V₁ + V₂), at batch composition (n₊, n₋); in [0, 1]."""
+        """Share of the second-order part, V₂ / (V₁ + V₂), at batch composition (n₊, n₋); in [0, 1],
+        NaN where the minibatch gradient has no variance at all (e.g. every pair past the margin)."""
         n_pos, n_neg = check_int("n_pos", n_pos, 1), check_int("n_neg", n_neg, 1)
         v2 = self.sigma2 / (n_pos * n_neg)
         tot = self.sigma1_pos / n_pos + self.sigma1_neg / n_neg + v2
-        return float(v2 / tot) if tot > 0 else 0.0
+        return float(v2 / tot) if tot > 0 else float("nan")
 
 
 def ustat_components(kernel: torch.Tensor) -> UStatDecomposition:
@@ -291,6 +292,6 @@ class DegeneracyMonitor:
         if not self.history:
             return False
         last = self.history[-1]
-        return last["degeneracy"] > self.degeneracy_threshold and last["severe"] > self.severe_share
+        return bool(last["degeneracy"] > self.degeneracy_threshold and last["severe"] > self.severe_share)
 
 

@@ -88,6 +88,9 @@ def train_scorer(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, *, lo
             xb, yb = X[idx], yf[idx]
             opt.zero_grad(set_to_none=True)
             out = fn(model(xb).reshape(-1), yb)
+            if out.numel() != 1:
+                raise ValueError(f"loss must return a scalar, got shape {tuple(out.shape)}")
+            out = out.reshape(())
             out.backward()
             opt.step()
             total += out.detach()
