@@ -126,3 +126,11 @@ register(
         target="neurips26.reproduce.auc_corrective_power:run",
     )
 )
+register(
+    Experiment(
+        slug="adasgda",
+        paper="AdaSGDA / AdaSGDA-VR: orthogonalized, parameter-free single-loop minimax optimization",
+        summary="AdaSGDA and AdaSGDA-VR vs SGDA, Adam-GDA, TiAda, NeAda-AdaGrad, AdaGO-GDA and Muon-GDA on a closed-form NC-SC game (deterministic, noisy: eta0 robustness, rates, (eta_x, eta_y) map) and penalty DRO on digits, same gradient budget.",
+        target="neurips26.reproduce.adasgda:run",
+    )
+)

@@ -1,0 +1,32 @@
+"""The AdaSGDA reproduction end to end at a tiny size (the --quick run takes a few minutes)."""
+
+import math
+
+from neurips26 import reproduce
+from neurips26.reproduce import adasgda as exp_mod
+from neurips26.reproduce import run_experiment
+
+
+def test_adasgda_experiment_contract_and_determinism(monkeypatch, tmp_path):
+    monkeypatch.setitem(exp_mod.SIZES, True, dict(m=4, n=3, calls=60, seeds=2, det_seeds=1, etas=[0.1, 1.0, 10.0],
+                                                  noise=0.5, dro_calls=6, dro_etas=[0.1, 1.0], dro_seeds=1,
+                                                  grid=[0.1, 1.0], grid_calls=30))
+    exp = reproduce.get("adasgda")
+    a = run_experiment(exp, tmp_path / "a", seed=1, quick=True)
+    b = run_experiment(exp, tmp_path / "b", seed=1, quick=True)
+    assert a["metrics"] == b["metrics"]
+    m = a["metrics"]
+    assert set(m["stochastic_decades"]) == set(exp_mod.METHODS)
+    assert len(a["claims"]) == 6
+    assert a["claims"][0]["ours"] == m["stochastic_decades"]["AdaSGDA"]
+    assert a["claims"][0]["holds"] == (m["stochastic_decades"]["AdaSGDA"] >= 4.0)
+    for png in ("grad_phi_vs_calls.png", "eta_robustness.png", "stepsize_ratio.png", "sensitivity_map.png"):
+        assert (tmp_path / "a" / "adasgda" / png).exists()
+
+
+def test_robust_decades_counts_the_longest_run_within_10x():
+    etas = [1e-3, 1e-2, 1e-1, 1.0, 10.0]
+    assert exp_mod.robust_decades(etas, [50.0, 0.9, 1.0, 2.0, None]) == 2.0
+    assert exp_mod.robust_decades(etas, [1.0, 1.0, 100.0, 1.0, 1.0]) == 1.0
+    assert exp_mod.robust_decades(etas, [None] * 5) == 0.0
+    assert math.isclose(exp_mod.robust_decades([1e-3, 10 ** -2.5, 1e-2], [1, 2, 3]), 1.0)
