@@ -83,7 +83,7 @@ def train_scorer(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, *, lo
         phase = "ce" if epoch < warmup_epochs else "main"
         fn = ce if phase == "ce" else main_loss
         order = torch.tensor(list(iter(sampler))).reshape(-1, sampler.batch_size)
-        total = torch.zeros(())
+        total = 0.0
         for idx in order:
             xb, yb = X[idx], yf[idx]
             opt.zero_grad(set_to_none=True)
@@ -93,11 +93,11 @@ def train_scorer(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, *, lo
             out = out.reshape(())
             out.backward()
             opt.step()
-            total += out.detach()
+            total = total + out.detach()  # stays on the device: one host read per epoch
             result.steps += 1
             if on_step is not None:
                 on_step(result.steps, phase)
-        result.losses.append(float(total) / len(order))
+        result.losses.append(float(total) / len(order) if len(order) else float("nan"))
         result.phases.append(phase)
         if on_epoch is not None:
             on_epoch(epoch, phase)
