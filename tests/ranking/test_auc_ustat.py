@@ -164,3 +164,19 @@ def test_bad_input():
         ustat_components(torch.ones(2, 2)).variance(0, 3)
     with pytest.raises(TypeError, match="model"):
         ustat_decomposition(lambda z: z, Xp, Xn)
+
+
+def test_decomposition_of_a_batchnorm_model_in_train_mode():
+    Xp, Xn, _ = _population(7)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(),
+                                torch.nn.Linear(8, 1)).double()
+    model(torch.cat([Xp, Xn]))  # move the running statistics off their initial values
+    model.train()
+    dec = ustat_decomposition(model, Xp, Xn, "logistic")
+    assert model.training  # the mode is restored
+    model.eval()
+    X = torch.cat([Xp, Xn])
+    y = torch.cat([torch.ones(len(Xp)), torch.zeros(len(Xn))])
+    full = torch.autograd.grad(pairwise_auc_loss(model(X)[:, 0], y, "logistic"), list(model.parameters()))
+    assert torch.allclose(dec.mean, torch.cat([g.reshape(-1) for g in full]), rtol=1e-10, atol=1e-14)

@@ -216,7 +216,8 @@ def ustat_decomposition(model: torch.nn.Module, X_pos: torch.Tensor, X_neg: torc
     parameters, over the population ``X_pos`` (n₊, ...) × ``X_neg`` (n₋, ...).
 
     ``model`` maps a batch (k, ...) to scores (k,) or (k, 1) (any module; per-sample gradients via
-    ``torch.func``, so it must be functional: BatchNorm in eval mode, dropout off). The kernel is
+    ``torch.func``, taken in eval mode: BatchNorm uses its running statistics, dropout is off; the
+    model's mode is restored afterwards). The kernel is
     g(x₊, x₋) = ℓ'(f(x₊) − f(x₋)) (∇f(x₊) − ∇f(x₋)) of ``surrogate`` with ``margin``; the n₊ × n₋ × P
     tensor is never formed (cost O(n₊ n₋ + (n₊ + n₋) P) memory, one n₊ × n₋ Gram matrix).
     ``mean`` of the result is the full pairwise gradient (P,) (flattened over parameters)."""
@@ -226,8 +227,13 @@ def ustat_decomposition(model: torch.nn.Module, X_pos: torch.Tensor, X_neg: torc
     _check_probes(X_pos, X_neg)
     if chunk is not None:
         chunk = check_int("chunk", chunk, 1)
-    a, Jp = _per_sample_grads(model, X_pos, chunk)
-    b, Jn = _per_sample_grads(model, X_neg, chunk)
+    was_training = model.training
+    model.eval()  # per-sample gradients need a functional model: BatchNorm statistics frozen, no dropout
+    try:
+        a, Jp = _per_sample_grads(model, X_pos, chunk)
+        b, Jn = _per_sample_grads(model, X_neg, chunk)
+    finally:
+        model.train(was_training)
     if not (torch.isfinite(a).all() and torch.isfinite(b).all()):
         raise ValueError("model returned NaN or inf scores")
     n_pos, n_neg = a.numel(), b.numel()
