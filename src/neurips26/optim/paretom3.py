@@ -126,12 +126,15 @@ class Objective(Preference):
 
 
 class ParameterVector(torch.nn.Module):
-    """A module that is one parameter vector and returns it: plugs a plain x (n,) into the
+    """A module that is one parameter vector (x0's dtype if floating) and returns it: plugs a plain x (n,) into the
     module-based methods (``objectives = lambda forward, batch: F(forward())``)."""
 
     def __init__(self, x0):
         super().__init__()
-        self.x = torch.nn.Parameter(torch.as_tensor(x0, dtype=torch.get_default_dtype()).detach().clone())
+        x0 = torch.as_tensor(x0)
+        if not x0.is_floating_point():
+            x0 = x0.to(torch.get_default_dtype())
+        self.x = torch.nn.Parameter(x0.detach().clone())
 
     def forward(self):
         return self.x
