@@ -7,7 +7,6 @@ from .corrective import (
     CorrectivePower, DegeneracyMonitor, UStatDecomposition, corrective_power, corrective_profile, severe_fraction,
     surrogate_derivative, ustat_components, ustat_decomposition,
 )
-from .estimator import PairwiseAUCClassifier
 from .losses import SURROGATES, PairwiseAUCLoss, empirical_auc, pairwise_auc_loss, split_scores
 from .sampler import DualSampler
 
@@ -16,3 +15,13 @@ __all__ = [
     "CorrectivePower", "corrective_power", "corrective_profile", "severe_fraction", "surrogate_derivative",
     "UStatDecomposition", "ustat_components", "ustat_decomposition", "DegeneracyMonitor", "PairwiseAUCClassifier",
 ]
+
+
+def __getattr__(name):
+    # The scikit-learn estimator needs the ``ranking`` extra: imported on first use, so that the
+    # losses and diagnostics work with torch alone.
+    if name == "PairwiseAUCClassifier":
+        from .estimator import PairwiseAUCClassifier
+
+        return PairwiseAUCClassifier
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
