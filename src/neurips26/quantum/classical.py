@@ -116,8 +116,18 @@ def classical_mean(oracle: DiscreteOracle, n: int, method: str = "median_of_mean
     delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
     if method not in CLASSICAL:
         raise ValueError(f"method must be one of {CLASSICAL}, got {method!r}")
-    x = oracle.sample(n, as_rng(rng), counter)
+    rng = as_rng(rng)
     k = min(n, math.ceil(8 * math.log(1 / delta)))
+    if n > 4 * oracle.K and method in ("sample_mean", "median_of_means", "geometric_median_of_means"):
+        # Block means from multinomial atom counts: the same law as n draws, at O(kK) cost.
+        if counter is not None:
+            counter.charge_samples(n)
+        b = n if method == "sample_mean" else n // k
+        sums = np.stack([rng.multinomial(b, oracle.probs) @ oracle.values for _ in range(1 if b == n else k)]) / b
+        if method == "sample_mean":
+            return sums[0]
+        return np.median(sums, axis=0) if method == "median_of_means" else geometric_median_of_means(sums, k)
+    x = oracle.sample(n, rng, counter)
     if method == "sample_mean":
         return x.mean(axis=0)
     if method == "trimmed_mean":

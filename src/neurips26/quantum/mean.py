@@ -34,7 +34,7 @@ import numpy as np
 
 from .._checks import check_int, check_real
 from .oracles import DiscreteOracle, QueryCounter, as_rng
-from .qae import MAX_M, get_backend, run_qae
+from .qae import MAX_M, AnalyticBackend, get_backend, run_qae
 
 __all__ = ["Estimate", "amplitude_estimation", "bounded_mean", "subgaussian_mean", "HeavyTailedMean",
            "UnbiasedMLMC", "median_repetitions"]
@@ -131,7 +131,8 @@ def bounded_mean(oracle: DiscreteOracle, f=None, *, eps: float | None = None, n:
         m = int(math.floor(math.log2((n / r + 1) / 2))) if n >= 3 * r else 0
         if m < 1:
             raise ValueError(f"n = {n} queries is below the {3 * r} that {r} runs of the smallest QAE (m = 1) need")
-    m = min(m, MAX_M)
+    if m > MAX_M:
+        raise ValueError(f"the QAE this eps / n asks for (m = {m}) is beyond the simulator's m <= {MAX_M}")
     counter = counter if counter is not None else QueryCounter()
     before = counter.queries
     est = _qae_median(oracle.probs, z, m, r, backend, as_rng(rng), counter)
@@ -183,7 +184,11 @@ class HeavyTailedMean:
         for k in range(K + 1):
             u = s * 2**k
             tail = 1.0 if k == 0 else min(1.0, 2.0 ** (-(k - 1) * p))  # P(|Y| > 2^{k−1}s) <= ν/(2^{k−1}s)^p
-            ms.append(min(MAX_M, _m_for(err_level / u, tail)))
+            m = _m_for(err_level / u, tail)
+            if m > MAX_M:
+                raise ValueError(f"eps = {eps:g} needs 2^{m} Grover powers at level {k}, beyond the simulator's "
+                                 f"2^{MAX_M}: ask for a larger eps (or a smaller budget)")
+            ms.append(m)
         queries = d * (pre + 2 * reps * sum(2 ** (m + 1) - 1 for m in ms))
         return _Plan(s, B, ms, reps, pre, queries)
 
@@ -193,9 +198,16 @@ class HeavyTailedMean:
         lo, hi = -30.0, 30.0  # log eps
         if self.plan(math.exp(hi), d).queries > n:
             raise ValueError(f"n = {n} queries is below the cheapest plan ({self.plan(math.exp(hi), d).queries})")
+
+        def fits(log_eps):
+            try:
+                return self.plan(math.exp(log_eps), d).queries <= n
+            except ValueError:  # beyond the simulator's largest QAE: certainly more than n can buy here
+                return False
+
         for _ in range(60):
             mid = 0.5 * (lo + hi)
-            if self.plan(math.exp(mid), d).queries <= n:
+            if fits(mid):
                 hi = mid
             else:
                 lo = mid
@@ -222,21 +234,29 @@ class HeavyTailedMean:
         c = float(np.median(oracle.sample(plan.pre_samples, rng, counter)[:, i]))
         y = x - c
         ay = np.abs(y)
+        K = len(plan.m) - 1
+        u = plan.scale * 2.0 ** np.arange(K + 1)
+        # level of each atom: 0 for |y| <= s, k for 2^{k−1}s < |y| <= 2^k s, K + 1 beyond the cut
+        level = np.searchsorted(u, ay, side="left")
+        analytic = isinstance(self.backend, AnalyticBackend)
+        if analytic:  # the outcome law depends on the amplitude alone: one pass for every level
+            inside = level <= K
+            w = oracle.probs * ay / u[np.minimum(level, K)] * inside
+            amp = {+1.0: np.bincount(level[inside & (y > 0)], w[inside & (y > 0)], minlength=K + 1),
+                   -1.0: np.bincount(level[inside & (y < 0)], w[inside & (y < 0)], minlength=K + 1)}
         total = 0.0
-        lower = 0.0
         for k, m in enumerate(plan.m):
-            u = plan.scale * 2**k
-            inside = (ay > lower) & (ay <= u) if k else (ay <= u)
             for sign in (1.0, -1.0):
-                z = np.where(inside & (sign * y > 0), ay / u, 0.0)
-                if not z.any():
-                    # the level is empty: the circuit still runs (the estimator cannot know), but its
-                    # law is the point mass at y = 0 in every backend
-                    counter.charge_circuit(2**m - 1, plan.reps)
-                    continue
-                total += sign * u * _qae_median(oracle.probs, z, m, plan.reps, self.backend, rng, counter)
-            lower = u
+                if analytic:
+                    probs, z = _ONE, np.array([min(1.0, amp[sign][k])])
+                else:
+                    probs, z = oracle.probs, np.where((level == k) & (sign * y > 0), ay / u[k], 0.0)
+                # an empty level still runs its circuit (the estimator cannot know it is empty)
+                total += sign * u[k] * _qae_median(probs, z, m, plan.reps, self.backend, rng, counter)
         return c + total
+
+
+_ONE = np.ones(1)
 
 
 def subgaussian_mean(oracle: DiscreteOracle, sigma: float, *, eps: float | None = None, n: int | None = None,

@@ -36,7 +36,8 @@ from .oracles import QueryCounter, as_rng
 
 __all__ = ["qae_law", "AnalyticBackend", "StatevectorBackend", "QiskitBackend", "get_backend", "estimates_from_outcomes"]
 
-MAX_M = 24  # 2^24 outcomes: the analytic law's array stays a few hundred MB at most
+MAX_M = 32  # the windowed analytic sampler never builds the law; float64 keeps y − Mω exact to ~1e-6 here
+MAX_LAW_M = 24  # building the whole law (qae_law, statevector, qiskit): 2^24 outcomes at most
 
 
 def _check_problem(probs, z):
@@ -60,6 +61,8 @@ def qae_law(a: float, m: int) -> np.ndarray:
     """The exact outcome law ``(2^m,)`` of canonical QAE with m evaluation qubits on amplitude
     ``a = sin²θ ∈ [0, 1]`` (the formula of the module docstring)."""
     m = _check_m(m)
+    if m > MAX_LAW_M:
+        raise ValueError(f"m (evaluation qubits) must be <= {MAX_LAW_M} to build the whole law, got {m}")
     a = float(a)
     if not (0.0 <= a <= 1.0):
         raise ValueError(f"a must lie in [0, 1], got {a}")
@@ -107,27 +110,40 @@ class AnalyticBackend:
         u = rng.random(shots)
         out = np.empty(shots, dtype=np.int64)
         for sign, sel in ((1.0, branch), (-1.0, ~branch)):
-            if not sel.any():
-                continue
-            c = sign * M * omega
-            base = int(np.floor(c))
-            W = min(64, M // 2)
-            order = (base + np.concatenate([np.arange(W + 1), -np.arange(1, W + 1)])) if M > 2 * W + 1 else np.arange(M)
-            order = np.unique(np.mod(order, M), return_index=True)
-            order = order[0][np.argsort(order[1])]  # window outcomes, nearest first, no repeats
-            pw = self._kernel(order, c, M)
-            cdf = np.cumsum(pw)
-            ui = u[sel]
-            idx = np.searchsorted(cdf, ui, side="right")
-            res = np.where(idx < order.size, order[np.minimum(idx, order.size - 1)], -1)
-            miss = res < 0
-            if miss.any():  # the rest of the kernel, after the window in the same order
-                rest = np.setdiff1d(np.arange(M), order, assume_unique=True)
-                cdf_rest = cdf[-1] + np.cumsum(self._kernel(rest, c, M))
-                j = np.minimum(np.searchsorted(cdf_rest, ui[miss], side="right"), rest.size - 1)
-                res[miss] = rest[j]
-            out[sel] = res
+            if sel.any():
+                out[sel] = self._draw(sign * M * omega, M, u[sel])
         return out
+
+    def _draw(self, c, M, u):
+        """Inverse CDF of the Fejér kernel centred at ``c`` over outcomes ordered by rings of
+        growing offset from ``floor(c)``: 0..W, then −1..−W, then the next ring of 4× the width,
+        ...; only the rings the uniforms reach are computed (the tail mass beyond offset W is
+        about 2/(π²W), so the expected work is O(W₀))."""
+        base = int(np.floor(c))
+        res = np.full(u.size, -1, dtype=np.int64)
+        seen, acc, lo, W = 0, 0.0, 0, 64
+        while True:
+            hi = min(W, M)  # offsets in [lo, hi) on the right, (−hi, −lo] on the left (without overlap mod M)
+            right = np.arange(lo, hi)
+            left = -np.arange(max(lo, 1), hi)
+            offs = np.concatenate([right, left])
+            offs = offs[(offs >= -(M - 1) // 2) & (offs <= M // 2)] if hi * 2 > M else offs
+            ys = np.mod(base + offs, M)
+            cdf = acc + np.cumsum(self._kernel(ys, c, M))
+            todo = res < 0
+            idx = np.searchsorted(cdf, u[todo], side="right")
+            hit = idx < ys.size
+            if hi * 2 > M:  # the last ring: every remaining outcome is covered (rounding goes to the last)
+                hit[:] = True
+                idx = np.minimum(idx, ys.size - 1)
+            sub = res[todo]
+            sub[hit] = ys[idx[hit]]
+            res[todo] = sub
+            if (res >= 0).all():
+                return res
+            seen += ys.size
+            acc = float(cdf[-1]) if cdf.size else acc
+            lo, W = hi, 4 * W
 
     @staticmethod
     def _kernel(y, c, M):
