@@ -134,3 +134,19 @@ register(
         target="neurips26.reproduce.adasgda:run",
     )
 )
+register(
+    Experiment(
+        slug="quantum-heavy-tail",
+        paper="Quantum heavy-tailed stochastic optimization: quantum mean estimation, unbiased MLMC, QNSGD and QPSGD",
+        summary="Simulated query counts (no hardware): error-vs-queries slopes of the quantum heavy-tailed estimator vs median-of-means and the sample mean (p in {1.5, 2}, d in {1, 4}); QNSGD vs minibatch NSGD queries to eps-stationarity.",
+        target="neurips26.reproduce.quantum_heavy_tail:run",
+    )
+)
+register(
+    Experiment(
+        slug="paretom3",
+        paper="ParetoM³: preference-guided multi-objective optimization over the weak Pareto set",
+        summary="ParetoM3 vs EPO, PMTL, PNG, linear scalarization, MGDA (torchjd) and NSGA-II (pymoo): convex quadratics with a known preferred point, ZDT1/ZDT2/Fonseca-Fleming rays, two-digit overlay classification, cost per iteration in m.",
+        target="neurips26.reproduce.paretom3:run",
+    )
+)
