@@ -12,8 +12,8 @@ from neurips26.reproduce import run_experiment
 def test_quantum_heavy_tail_contract_and_determinism(monkeypatch, tmp_path):
     monkeypatch.setitem(exp_mod.SIZES, True, dict(
         ps=[2.0], ds=[1], seeds=3, K=2**10, K_opt=2**8, n_quantum=[10**5, 10**6, 10**7, 10**8],
-        n_classical=[10**3, 10**4, 10**5, 10**6], eps=[0.8, 0.6, 0.4, 0.3], opt_d=2, d_sweep=[1, 2],
-        d_sweep_eps=0.6, opt_seeds=2, boot=20))
+        n_classical=[10**3, 10**4, 10**5, 10**6], eps=[0.3, 0.25, 0.2, 0.15], opt_d=2, d_sweep=[1, 2],
+        d_sweep_eps=0.2, opt_seeds=2, boot=20))
     exp = reproduce.get("quantum-heavy-tail")
     a = run_experiment(exp, tmp_path / "a", seed=1, quick=True)
     b = run_experiment(exp, tmp_path / "b", seed=1, quick=True)
