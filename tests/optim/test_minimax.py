@@ -10,7 +10,15 @@ import torch
 
 from neurips26.optim.minimax import GDA, AdaSGDA, AdaSGDAVR, LogBilinearGame, NeAda, TiAda, direction
 
-torch.set_default_dtype(torch.float64)
+
+
+@pytest.fixture(autouse=True)
+def _float64():
+    """Every test here runs in float64 and gives the default back (the conftest guard checks)."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(before)
 
 
 def _pair(prob, seed=1, scale=1.0):

@@ -28,6 +28,11 @@ def test_gpucb_experiment_contract(monkeypatch, tmp_path):
     assert s["gp-prior"]["tight_no_later_fraction"] == 1.0
     for claim in out["claims"]:
         assert math.isfinite(claim["ours"]) and math.isfinite(claim["baseline"])
+        # a comparison where both rules ran into the budget is reported as not tested, never as holding
+        both_capped = all(s[p]["eps-delta tight"]["stopped_fraction"] == 0 == s[p]["eps-delta classical"]["stopped_fraction"]
+                          for p in s if claim["claim"].startswith(f"{p}:"))
+        if "stops no later" in claim["claim"]:
+            assert (claim["holds"] is None) == both_capped
     assert (tmp_path / "gpucb-stopping" / "stopping.png").exists()
 
 
