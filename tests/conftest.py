@@ -37,3 +37,12 @@ def _torch_default_dtype_unchanged():
     if after != before:
         torch.set_default_dtype(before)
         pytest.fail(f"the test changed torch's default dtype from {before} to {after}")
+
+
+def pytest_collection_finish(session):
+    """A test module that sets torch's default dtype at import time changes it for every test
+    collected after it on the same worker; the per-test guard above cannot see that, so refuse here."""
+    if torch.get_default_dtype() != torch.float32:
+        raise pytest.UsageError(
+            f"torch's default dtype is {torch.get_default_dtype()} after collection: a test module sets it at "
+            "import time; set it in a fixture that restores it instead")
