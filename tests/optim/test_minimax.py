@@ -321,3 +321,44 @@ def test_stochastic_rates_t_quarter_and_t_third():
     assert slopes["plain"] <= -0.25 + 0.08
     assert slopes["vr"] <= -1 / 3 + 0.08
     assert slopes["vr"] <= slopes["plain"]
+
+
+# --- the (eta_x, eta_y) sensitivity map ------------------------------------------------------------
+
+def test_sensitivity_map_equals_direct_runs_and_marks_divergence():
+    from neurips26.optim.minimax import sensitivity
+
+    prob = LogBilinearGame(5, 3, c=1.0, seed=4)
+    grid_x, grid_y = [0.1, 1.0], [0.3, 3.0]
+
+    def direct(make, ex, ey, steps, noise, seed):
+        X, Y = (t.clone() for t in prob.initial_point(seed=0))
+        opt = make([X], [Y], ex, ey)
+        gen = torch.Generator().manual_seed(seed)
+        for _ in range(steps):
+            xi = (torch.randn(X.shape, generator=gen), torch.randn(Y.shape, generator=gen))
+            gx, gy = prob.gradients(X, Y)
+            X.grad, Y.grad = gx + noise * xi[0], gy + noise * xi[1]
+            opt.step()
+        return float(prob.grad_phi(X).norm())
+
+    ada = lambda xs, ys, a, b: AdaSGDA(xs, ys, lr_x=a, lr_y=b, ortho="exact")  # noqa: E731
+    got = sensitivity(prob, ada, grid_x, grid_y, steps=50, noise=0.3, seed=7)
+    assert got.shape == (2, 2) and got.dtype == torch.float64
+    for i, ex in enumerate(grid_x):
+        for j, ey in enumerate(grid_y):
+            assert math.isclose(float(got[i, j]), direct(ada, ex, ey, 50, 0.3, 7), rel_tol=1e-12)
+    # plain SGDA with a stepsize far beyond 2/L blows up: that cell is inf, the small one is finite
+    sgda = lambda xs, ys, a, b: GDA(torch.optim.SGD(xs, lr=a), torch.optim.SGD(ys, lr=b, maximize=True))  # noqa: E731
+    sg = sensitivity(prob, sgda, [1e-2, 50.0], [1e-2], steps=2000)
+    assert math.isfinite(float(sg[0, 0])) and math.isinf(float(sg[1, 0]))
+    # the deterministic AdaSGDA map is finite over four decades of both stepsizes
+    assert torch.isfinite(sensitivity(prob, ada, [1e-2, 1e2], [1e-2, 1e2], steps=30)).all()
+    with pytest.raises(ValueError, match="grid_x"):
+        sensitivity(prob, ada, [], [1.0])
+    with pytest.raises(ValueError, match="grid_y"):
+        sensitivity(prob, ada, [1.0], [0.0])
+    with pytest.raises(TypeError, match="method"):
+        sensitivity(prob, "AdaSGDA", [1.0], [1.0])
+    with pytest.raises(TypeError, match="problem"):
+        sensitivity(object(), ada, [1.0], [1.0])

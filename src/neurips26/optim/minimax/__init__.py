@@ -6,6 +6,6 @@ problem and an (η_x, η_y) sensitivity map."""
 from ._pair import direction
 from .adasgda import AdaSGDA, AdaSGDAVR
 from .baselines import GDA, NeAda, TiAda
-from .problems import LogBilinearGame
+from .problems import LogBilinearGame, sensitivity
 
-__all__ = ["AdaSGDA", "AdaSGDAVR", "TiAda", "NeAda", "GDA", "LogBilinearGame", "direction"]
+__all__ = ["AdaSGDA", "AdaSGDAVR", "TiAda", "NeAda", "GDA", "LogBilinearGame", "direction", "sensitivity"]
