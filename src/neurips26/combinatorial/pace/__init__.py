@@ -1,0 +1,17 @@
+"""PACE: Partial-state Amortized Constraint Editing.
+
+Learned edits on feasible partial states (``Task.transition`` = Γ_I), closure of any such state
+to a feasible solution (``Task.complete`` = Comp_I), and budgeted refinement with an elite pool
+(:class:`PaceSolver`). Tasks: TSP, MIS, MVC and max clique (by complement). The reference
+solvers (:mod:`.baselines`: elkai, CHILS, CP-SAT) import their packages only when used.
+"""
+
+from .base import Budget, ElitePool, Features, InfeasibleEdit, Solution, Task
+from .generators import rb_graph, uniform_tsp
+from .ranker import EditRanker, RandomRanker, train_ranker, training_examples
+from .solver import PaceSolver
+from .tasks import TASKS, Graph, MaxCliqueTask, MISTask, MVCTask, TSPInstance, TSPTask
+
+__all__ = ["Budget", "ElitePool", "Features", "InfeasibleEdit", "Solution", "Task", "PaceSolver", "EditRanker",
+           "RandomRanker", "train_ranker", "training_examples", "TASKS", "TSPTask", "TSPInstance", "MISTask",
+           "MVCTask", "MaxCliqueTask", "Graph", "uniform_tsp", "rb_graph"]

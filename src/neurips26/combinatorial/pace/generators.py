@@ -1,0 +1,62 @@
+"""Seeded instance generators of the PACE benchmarks.
+
+* ``uniform_tsp(n, rng)``: n cities uniform in the unit square.
+* ``rb_graph(rng, n_range, k_range)``: a random RB-model graph as in the GFlowNet-CombOpt
+  benchmark (Xu et al.'s model RB): ``n`` cliques (the CSP's variables) of ``k`` vertices (its
+  domain values), p ~ U[0.3, 1], a = ln k / ln n, r = -a / ln(1 - p); ⌊r n ln n⌋ - 1 times
+  two distinct cliques are drawn and ⌊p n^{2a}⌋ random vertex pairs across them become edges
+  (incompatible values). RB-small: n in [20, 25], k in [5, 12], kept when 200-300 vertices;
+  RB-large: n in [40, 55], k in [20, 25], kept when 800-1200 vertices. The maximum independent
+  set has at most n vertices (one per clique).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..._checks import check_int
+from .tasks.mis import Graph
+
+__all__ = ["uniform_tsp", "rb_graph", "RB_SIZES"]
+
+RB_SIZES = {"small": ((20, 25), (5, 12), (200, 300)), "large": ((40, 55), (20, 25), (800, 1200))}
+
+
+def uniform_tsp(n: int, rng: np.random.Generator) -> np.ndarray:
+    """(n, 2) coordinates uniform in [0, 1)²."""
+    return rng.random((check_int("n", n, 3), 2))
+
+
+def _rb_once(n: int, k: int, p: float, rng: np.random.Generator) -> Graph:
+    a = math.log(k) / math.log(n)
+    r = -a / math.log(1 - p)
+    s = int(p * n ** (2 * a))
+    iterations = int(r * n * math.log(n) - 1)
+    parts = np.arange(n * k).reshape(n, k)
+    iu, ju = np.triu_indices(k, 1)
+    edges = [np.stack([parts[:, iu].ravel(), parts[:, ju].ravel()], 1)]  # the n cliques
+    cross = set()
+    for _ in range(iterations):
+        i, j = rng.choice(n, 2, replace=False)
+        flat = rng.choice(k * k, size=min(s, k * k), replace=False)
+        for f in flat.tolist():
+            cross.add((int(parts[i, f // k]), int(parts[j, f % k])))
+    if cross:
+        edges.append(np.array(sorted(cross), np.int64))
+    return Graph(n * k, np.concatenate(edges))
+
+
+def rb_graph(rng: np.random.Generator, size: str = "small") -> Graph:
+    """One RB graph of the named size ("small": 200-300 vertices, "large": 800-1200)."""
+    if size not in RB_SIZES:
+        raise ValueError(f"size must be one of {sorted(RB_SIZES)}, got {size!r}")
+    (n_lo, n_hi), (k_lo, k_hi), (v_lo, v_hi) = RB_SIZES[size]
+    while True:
+        n = int(rng.integers(n_lo, n_hi + 1))
+        k = int(rng.integers(k_lo, k_hi + 1))
+        if not v_lo <= n * k <= v_hi:
+            continue
+        p = float(rng.uniform(0.3, 1.0))
+        return _rb_once(n, k, p, rng)

@@ -1,0 +1,82 @@
+"""The rankers PACE ships as recipes, not weights: generated instances, solved by the
+reference solvers, imitated listwise; trained once (``neurips26 pace train TASK`` or on first
+use) and cached under ``$NEURIPS26_CACHE`` (default ``~/.cache/neurips26``) as
+``pace-<name>-ranker.pt``, written atomically. Nothing is downloaded.
+
+Recipes: "tsp": 128 uniform TSP-50 instances solved by elkai (LKH-3); "mis": 32 RB-small
+graphs solved by CHILS (0.2 s each). MVC shares the MIS ranker (its states are MIS states);
+max clique uses it on the complement graph.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+
+from .generators import rb_graph, uniform_tsp
+from .ranker import EditRanker, cache_path, load_ranker, save_ranker, train_ranker, training_examples
+from .tasks import MISTask, TSPTask
+
+__all__ = ["RECIPES", "pretrained_ranker", "ranker_name"]
+
+RECIPES = {
+    "tsp": dict(n=50, instances=128, states=12, epochs=12, seed=0),
+    "mis": dict(size="small", instances=32, states=16, epochs=12, seed=0, chils_s=0.2),
+}
+_SHARED = {"tsp": "tsp", "mis": "mis", "mvc": "mis", "mcl": "mis"}
+
+
+def ranker_name(task: str) -> str:
+    """The recipe a task's ranker comes from ("mvc" and "mcl" use "mis")."""
+    if task not in _SHARED:
+        raise ValueError(f"task must be one of {sorted(_SHARED)}, got {task!r}")
+    return _SHARED[task]
+
+
+def _data(name: str, r: dict):
+    rng = np.random.default_rng(r["seed"])
+    if name == "tsp":
+        from .baselines import ElkaiTSP
+
+        task, ref = TSPTask(), ElkaiTSP(runs=1)
+        insts = [task.instance(uniform_tsp(r["n"], rng)) for _ in range(r["instances"])]
+    else:
+        from .baselines import ChilsMIS
+
+        task, ref = MISTask(), ChilsMIS(time_s=r["chils_s"])
+        insts = [rb_graph(rng, r["size"]) for _ in range(r["instances"])]
+    examples = []
+    for k, inst in enumerate(insts):
+        sol = ref.solve(inst, seed=k + 1).sol
+        examples += training_examples(task, inst, sol, rng, n_states=r["states"])
+    return task, examples
+
+
+def pretrained_ranker(task: str, retrain: bool = False,
+                      on_epoch: Callable[[int, float], None] | None = None) -> tuple[EditRanker, dict]:
+    """The cached ranker for ``task`` (training and caching it first when absent, when
+    ``retrain``, or when the cached one was made by another recipe)."""
+    name = ranker_name(task)
+    recipe = RECIPES[name]
+    path = cache_path(name)
+    if path.exists() and not retrain:
+        try:
+            model, meta = load_ranker(path)
+            if meta.get("recipe") == recipe:
+                return model, meta
+        except Exception:  # a corrupt or foreign cache file: train again
+            pass
+    import torch
+
+    t0 = time.perf_counter()
+    with torch.random.fork_rng():
+        torch.manual_seed(recipe["seed"])
+        t, examples = _data(name, recipe)
+        t_data = time.perf_counter() - t0
+        model, losses = train_ranker(t, examples, epochs=recipe["epochs"], seed=recipe["seed"], on_epoch=on_epoch)
+    meta = {"recipe": recipe, "losses": losses, "n_examples": len(examples), "data_s": t_data,
+            "train_s": time.perf_counter() - t0 - t_data}
+    save_ranker(model, path, meta)
+    return model, meta

@@ -1,0 +1,115 @@
+"""The edit ranker: its listwise loss against a direct transcription, permutation equivariance of
+the message passing, symmetry of pair edits, learning (top-1 agreement with held-out reference
+tours above random), and the cache (atomic write, recipe check)."""
+
+import numpy as np
+import pytest
+import torch
+
+from neurips26.combinatorial.pace import (Budget, EditRanker, Features, MISTask, PaceSolver, TSPTask, rb_graph,
+                                          train_ranker, training_examples, uniform_tsp)
+from neurips26.combinatorial.pace import pretrained
+from neurips26.combinatorial.pace.baselines import ElkaiTSP
+from neurips26.combinatorial.pace.ranker import cache_path, listwise_loss, load_ranker, save_ranker
+
+
+def test_listwise_loss_is_the_softmax_cross_entropy_over_each_list():
+    g = torch.Generator().manual_seed(0)
+    sizes = [3, 5, 1, 4]
+    scores = torch.randn(sum(sizes), generator=g) * 3
+    target = torch.tensor([0, 1, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 1], dtype=torch.bool)
+    seg = torch.repeat_interleave(torch.arange(4), torch.tensor(sizes))
+    direct, start = [], 0
+    for k in sizes:
+        s, t = scores[start:start + k].double(), target[start:start + k]
+        p = torch.softmax(s, 0)
+        direct.append(-torch.log(p[t].sum()))
+        start += k
+    got = listwise_loss(scores, seg, target, 4)
+    assert float(got) == pytest.approx(float(torch.stack(direct).mean()), rel=1e-5)
+    # a single target per list: exactly torch's cross-entropy
+    one = torch.zeros_like(target)
+    idx = [0, 3, 8, 9]
+    one[idx] = True
+    ce = [torch.nn.functional.cross_entropy(scores[a:a + k][None], torch.tensor([i - a]))
+          for a, k, i in zip([0, 3, 8, 9], sizes, idx)]
+    assert float(listwise_loss(scores, seg, one, 4)) == pytest.approx(float(torch.stack(ce).mean()), rel=1e-5)
+
+
+def _features(task, inst, steps, rng):
+    s = task.empty_state(inst)
+    for _ in range(steps):
+        c = task.candidates(s)
+        s = task.transition(s, c[rng.integers(len(c))])
+    e = task.candidates(s)
+    return s, e, task.features(s, e)
+
+
+def test_ranker_is_permutation_equivariant_and_pair_symmetric():
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    task = TSPTask()
+    _, edits, f = _features(task, task.instance(uniform_tsp(15, rng)), 5, rng)
+    model = EditRanker(task.feature_dims, hidden=16, layers=2)
+    base = model.scores(f)
+    perm = rng.permutation(15)  # new label of old vertex v is perm[v]
+    inv = np.argsort(perm)
+    g = Features(f.x[inv], perm[f.edge_index], f.edge_attr, perm[f.edits], f.edit_attr)
+    assert np.allclose(model.scores(g), base, atol=1e-5)
+    flipped = Features(f.x, f.edge_index, f.edge_attr, f.edits[:, ::-1].copy(), f.edit_attr)
+    assert np.allclose(model.scores(flipped), base, atol=1e-6)
+    assert base.shape == (len(edits),) and np.isfinite(base).all()
+
+
+def test_trained_tsp_ranker_agrees_with_held_out_reference_tours_above_chance():
+    rng = np.random.default_rng(1)
+    task, ref = TSPTask(), ElkaiTSP()
+    insts = [task.instance(uniform_tsp(20, rng)) for _ in range(40)]
+    tours = [ref.solve(i).sol for i in insts]
+    train = [ex for i, t in zip(insts[:30], tours[:30]) for ex in training_examples(task, i, t, rng, n_states=8)]
+    test = [ex for i, t in zip(insts[30:], tours[30:]) for ex in training_examples(task, i, t, rng, n_states=8)]
+    model, losses = train_ranker(task, train, epochs=8, hidden=32, layers=2, seed=0)
+    assert losses[-1] < 0.8 * losses[0]
+    hits = np.mean([ex.target[int(np.argmax(model.scores(ex.features)))] for ex in test])
+    chance = np.mean([ex.target.mean() for ex in test])
+    assert hits > chance + 0.2, (hits, chance)
+
+
+def test_training_is_seeded_and_the_cache_round_trips(tmp_path, monkeypatch):
+    rng = np.random.default_rng(2)
+    task = MISTask()
+    g = rb_graph(rng, "small")
+    ref = PaceSolver(task, _Degree()).solve(g, Budget(0, 4, 1), seed=0).sol
+    ex = training_examples(task, g, ref, rng, n_states=6)
+    a, la = train_ranker(task, ex, epochs=2, hidden=8, layers=1, seed=4)
+    b, lb = train_ranker(task, ex, epochs=2, hidden=8, layers=1, seed=4)
+    assert la == lb and all(torch.equal(p, q) for p, q in zip(a.state_dict().values(), b.state_dict().values()))
+    path = tmp_path / "r.pt"
+    save_ranker(a, path, {"recipe": {"x": 1}})
+    c, meta = load_ranker(path)
+    assert meta == {"recipe": {"x": 1}} and np.array_equal(c.scores(ex[0].features), a.scores(ex[0].features))
+    assert [p.name for p in tmp_path.iterdir()] == ["r.pt"]  # no temporary left behind
+    with pytest.raises(ValueError, match="empty"):
+        train_ranker(task, [], epochs=1)
+    with pytest.raises(ValueError, match="epochs"):
+        train_ranker(task, ex, epochs=0)
+
+
+def test_pretrained_ranker_trains_once_then_loads(tmp_path, monkeypatch):
+    monkeypatch.setenv("NEURIPS26_CACHE", str(tmp_path))
+    monkeypatch.setitem(pretrained.RECIPES, "tsp", dict(n=12, instances=3, states=4, epochs=1, seed=0))
+    m1, meta1 = pretrained.pretrained_ranker("tsp")
+    assert cache_path("tsp").exists() and meta1["n_examples"] > 0
+    m2, meta2 = pretrained.pretrained_ranker("tsp")
+    assert meta2["recipe"] == meta1["recipe"] and all(
+        torch.equal(p, q) for p, q in zip(m1.state_dict().values(), m2.state_dict().values()))
+    assert pretrained.ranker_name("mvc") == "mis" and pretrained.ranker_name("mcl") == "mis"
+    with pytest.raises(ValueError, match="task"):
+        pretrained.ranker_name("cvrp")
+
+
+class _Degree:
+    """A hand ranker: prefer low-degree vertices (any object with scores() is a ranker)."""
+
+    def scores(self, f, rng=None):
+        return -f.x[f.edits[:, 0], 3].astype(np.float64)
