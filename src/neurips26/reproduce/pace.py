@@ -1,0 +1,256 @@
+"""Reproduction: PACE (Partial-state Amortized Constraint Editing) on TSP, MIS and MVC.
+
+Per instance: the reference (TSP: elkai/LKH-3 with ``elkai_long`` runs; MIS/MVC: the better of
+CP-SAT with a time limit and CHILS), the baselines (elkai with one run, CHILS, CP-SAT), and PACE
+with the learned edit ranker and with a random ranker at budgets B ∈ ``budgets`` (B refinement
+rounds, each of ``depth`` edit steps with ``width`` candidates expanded) and B = 0 (closure of
+the empty state only). Gaps are in percent of the reference (TSP: excess length; MIS: drop in
+set size; MVC: excess cover size). Every solve is budgeted by steps, not seconds, so a seed gives
+the same metrics in a fresh process.
+
+Claims: (1) budget control: the mean gap falls with B (Spearman ρ < 0 over B, and gap(B_max) <
+gap(B_min)); (2) learned ranking beats random ranking at equal budget (one-sided paired Wilcoxon
+over (instance, B) pairs, p < 0.01); (3) the issue's competitiveness goals. A claim whose two
+sides both sit at the reference's optimum (zero gap) is not tested.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from ..combinatorial.pace import Budget, MaxCliqueTask, MISTask, MVCTask, PaceSolver, RandomRanker, TSPTask, rb_graph, uniform_tsp
+from ..combinatorial.pace.baselines import ChilsMIS, CpSatMIS, ElkaiTSP
+from ..combinatorial.pace.pretrained import RECIPES, pretrained_ranker, ranker_name
+from ._common import pyplot
+from ._harness import RunContext
+
+SIZES = {
+    True: dict(families=[["tsp", 50, ["tsp"]], ["rb", "small", ["mis", "mvc"]]], instances=16,
+               budgets=[1, 4, 16, 64], depth=8, width=2, elkai_long=10, cpsat_s=2.0, chils_s=1.0),
+    False: dict(families=[["tsp", 50, ["tsp"]], ["tsp", 100, ["tsp"]], ["rb", "small", ["mis", "mvc", "mcl"]],
+                          ["rb", "large", ["mis", "mvc"]]],
+                instances=128, budgets=[1, 4, 16, 64], depth=8, width=2, elkai_long=10, cpsat_s=30.0, chils_s=5.0),
+}
+GOALS = {("tsp", 100): 2.0, ("tsp", 50): 2.0, ("mis", "small"): 3.0, ("mvc", "small"): 1.0}  # the issue's CPU goals
+ALPHA = 0.01
+_TASKS = {"tsp": TSPTask, "mis": MISTask, "mvc": MVCTask, "mcl": MaxCliqueTask}
+
+
+def _label(problem: str, size) -> str:
+    return f"{problem.upper()}-{size}" if problem == "tsp" else f"{problem.upper()} RB-{size}"
+
+
+@dataclass(frozen=True)
+class TrainTask:
+    name: str  # a ranker recipe ("tsp", "mis")
+
+
+def train(t: TrainTask) -> dict:
+    """Train (or load from the cache) the ranker of one recipe; its training record."""
+    _, meta = pretrained_ranker(t.name)
+    return dict(n_examples=meta["n_examples"], first_loss=meta["losses"][0], last_loss=meta["losses"][-1],
+                data_s=meta["data_s"], train_s=meta["train_s"])
+
+
+@dataclass(frozen=True)
+class EvalTask:
+    family: str  # "tsp" (uniform TSP) or "rb" (RB graphs: MIS, MVC, max clique on the same graph)
+    size: int | str
+    index: int
+    problems: tuple  # the problems solved on this instance: ("tsp",) or a subset of ("mis", "mvc", "mcl")
+    budgets: tuple
+    depth: int
+    width: int
+    elkai_long: int
+    cpsat_s: float
+    chils_s: float
+    seed: int
+
+
+def _instance(t: EvalTask):
+    size_code = int(t.size) if t.family == "tsp" else {"small": 0, "large": 1}[t.size]
+    rng = np.random.default_rng([t.seed, 1 if t.family == "tsp" else 2, size_code, t.index])
+    if t.family == "tsp":
+        return uniform_tsp(int(t.size), rng)
+    return rb_graph(rng, str(t.size))
+
+
+def _gap(cost: float, ref: float) -> float:
+    """Percent gap to the reference: excess length / cover, or drop in set size (costs are -|set|)."""
+    return float(100.0 * (cost - ref) / abs(ref))
+
+
+def _pace(task, inst, ref: float, t: EvalTask) -> dict:
+    out = {}
+    model, _ = pretrained_ranker(ranker_name(task.name))
+    for arm, ranker in (("learned", model), ("random", RandomRanker())):
+        solver = PaceSolver(task, ranker)
+        rows = []
+        for B in (0, *t.budgets):
+            t0 = time.perf_counter()
+            sol = solver.solve(inst, Budget(depth=t.depth if B else 0, rounds=B, width=t.width), seed=t.index)
+            rows.append(dict(B=B, gap=_gap(sol.cost, ref), time_s=time.perf_counter() - t0))
+        out[arm] = rows
+    return out
+
+
+def evaluate(t: EvalTask) -> dict:
+    """Reference, baselines and PACE (learned and random ranker, every budget) on one instance, for
+    each of its problems. MIS and MVC share one graph and one set of baseline runs (a cover is the
+    complement of an independent set, so CP-SAT's and CHILS's covers are their sets' complements)."""
+    inst = _instance(t)
+    out: dict = {}
+    if t.family == "tsp":
+        task = TSPTask()
+        long = ElkaiTSP(runs=t.elkai_long).solve(inst)
+        one = ElkaiTSP(runs=1).solve(inst)
+        ref = long.cost
+        out["tsp"] = dict(ref_cost=ref, ref_time_s=long.stats["wall_s"],
+                          baselines={"elkai_1run": dict(gap=_gap(one.cost, ref), time_s=one.stats["wall_s"])},
+                          **_pace(task, inst, ref, t))
+        return out
+    runs = {}
+    for base in sorted({"mcl" if p == "mcl" else "mis" for p in t.problems}):
+        task = MaxCliqueTask() if base == "mcl" else MISTask()
+        cp = CpSatMIS(time_s=t.cpsat_s, task=task).solve(inst, seed=t.index)
+        ch = ChilsMIS(time_s=t.chils_s, task=task).solve(inst, seed=t.index + 1)
+        runs[base] = (cp, ch)
+    for p in t.problems:
+        task = _TASKS[p]()
+        cp, ch = runs["mcl" if p == "mcl" else "mis"]
+        costs = {"cp_sat": -cp.cost, "chils": -ch.cost}  # set sizes
+        if p == "mvc":
+            costs = {k: inst.n - v for k, v in costs.items()}
+        else:
+            costs = {k: -v for k, v in costs.items()}
+        ref = min(costs.values())
+        out[p] = dict(ref_cost=ref, ref_time_s=cp.stats["wall_s"],
+                      ref_optimal=bool(cp.stats["optimal"]) and costs["cp_sat"] <= costs["chils"],
+                      baselines={"cp_sat": dict(gap=_gap(costs["cp_sat"], ref), time_s=cp.stats["wall_s"],
+                                                optimal=bool(cp.stats["optimal"])),
+                                 "chils": dict(gap=_gap(costs["chils"], ref), time_s=ch.stats["wall_s"])},
+                      **_pace(task, inst, ref, t))
+    return out
+
+
+def run(ctx: RunContext) -> None:
+    S = SIZES[ctx.quick]
+    ctx.config.update(S, goals={f"{p}-{s}": g for (p, s), g in GOALS.items()}, alpha=ALPHA,
+                      recipes={k: dict(v) for k, v in RECIPES.items()},
+                      budget_rule="B refinement rounds, each `depth` edit steps expanding `width` candidates; "
+                                  "B = 0: closure of the empty state")
+    fams = [(f, size, tuple(ps)) for f, size, ps in S["families"]]
+    names = sorted({ranker_name(p) for _, _, ps in fams for p in ps})
+    meta = ctx.map(train, [TrainTask(n) for n in names], description="rankers")
+    for n, m in zip(names, meta):
+        ctx.metric(f"ranker/{n}", m)
+    tasks = [EvalTask(f, size, i, ps, tuple(S["budgets"]), S["depth"], S["width"], S["elkai_long"], S["cpsat_s"],
+                      S["chils_s"], ctx.seed) for f, size, ps in fams for i in range(S["instances"])]
+    res = ctx.map(evaluate, tasks, description="instances")
+    by = {(p, size): [r[p] for t, r in zip(tasks, res) if t.size == size and p in r] for f, size, ps in fams for p in ps}
+    curves = {}
+    for pr, rs in by.items():
+        curves[pr] = _record(ctx, S, pr, rs)
+    _claims_not_run(ctx)
+    ctx.text("Gaps are percent of the reference (TSP: elkai/LKH-3 best of "
+             f"{S['elkai_long']} runs; MIS/MVC: the better of CP-SAT ({S['cpsat_s']} s, 1 worker) and CHILS "
+             f"({S['chils_s']} s)). PACE budget B = B refinement rounds of depth {S['depth']}, width {S['width']} "
+             "(B = 0: the closure of the empty state, i.e. greedy + local search). Closures include 2-opt (TSP) "
+             "and (1,2)-swaps (MIS/MVC) — a deviation from a closure that only completes. Rankers: "
+             + "; ".join(f"{n}: {RECIPES[n]}" for n in names) + ". Times are wall-clock seconds on this machine.")
+    _figure(ctx, S, curves)
+
+
+def _record(ctx: RunContext, S, pr, rs) -> dict:
+    problem, size = pr
+    label = _label(problem, size)
+    key = f"{problem}-{size}"
+    Bs = [0, *S["budgets"]]
+    gaps = {arm: np.array([[row["gap"] for row in r[arm]] for r in rs]) for arm in ("learned", "random")}  # (I, len(Bs))
+    times = {arm: np.array([[row["time_s"] for row in r[arm]] for r in rs]) for arm in ("learned", "random")}
+    base = {name: dict(gap=float(np.mean([r["baselines"][name]["gap"] for r in rs])),
+                       time_s=float(np.mean([r["baselines"][name]["time_s"] for r in rs])))
+            for name in rs[0]["baselines"]}
+    if "cp_sat" in base:
+        base["cp_sat"]["optimal_frac"] = float(np.mean([r["baselines"]["cp_sat"]["optimal"] for r in rs]))
+        ctx.metric(f"{key}/ref_optimal_frac", float(np.mean([r["ref_optimal"] for r in rs])))
+    curve = {arm: dict(B=Bs, gap=gaps[arm].mean(0).tolist(), time_s=times[arm].mean(0).tolist(),
+                       gap_per_instance_Bmax=gaps[arm][:, -1].tolist()) for arm in gaps}
+    ctx.metric(f"{key}/pace", curve)
+    ctx.metric(f"{key}/baselines", base)
+    ctx.metric(f"{key}/ref_cost_mean", float(np.mean([r["ref_cost"] for r in rs])))
+    ctx.metric(f"{key}/ref_time_s", float(np.mean([r["ref_time_s"] for r in rs])))
+    ctx.table(f"{label}: mean gap to the reference (%) and time per instance (s), {len(rs)} instances",
+              ["solver", "B", "gap %", "time s"],
+              [(f"PACE {arm}", B, g, tm) for arm in ("learned", "random")
+               for B, g, tm in zip(Bs, curve[arm]["gap"], curve[arm]["time_s"])]
+              + [(name, "-", b["gap"], b["time_s"]) for name, b in base.items()])
+
+    # (1) budget control, learned ranker, B in budgets (B = 0 is the closure alone)
+    g = np.array(curve["learned"]["gap"][1:])
+    rho = float(stats.spearmanr(S["budgets"], g).statistic) if np.ptp(g) > 0 else 0.0
+    ctx.metric(f"{key}/budget_spearman_rho", rho)
+    at_optimum = bool(np.all(gaps["learned"][:, 1:] <= 1e-9))
+    ctx.claim(f"{label}: budget control — PACE's mean gap falls with B ∈ {S['budgets']} (Spearman ρ = {rho:.2f} "
+              f"< 0 and gap(B={S['budgets'][-1]}) < gap(B={S['budgets'][0]}); ours: gap at the largest B, "
+              "baseline: at the smallest)" + (" — not tested: every budget already reaches the reference" if
+                                             at_optimum else ""),
+              ours=float(g[-1]), baseline=float(g[0]), holds=None if at_optimum else bool(rho < 0 and g[-1] < g[0]))
+
+    # (2) learned vs random at equal budget, paired over (instance, B >= 1)
+    a, b = gaps["learned"][:, 1:].ravel(), gaps["random"][:, 1:].ravel()
+    diff = a - b
+    if np.all(np.abs(diff) <= 1e-12):
+        p = 1.0
+        holds = None
+    else:
+        p = float(stats.wilcoxon(a, b, alternative="less", zero_method="wilcox").pvalue)
+        holds = bool(p < ALPHA)
+    wins, losses = int((diff < -1e-12).sum()), int((diff > 1e-12).sum())
+    ctx.metric(f"{key}/learned_vs_random", dict(p=p, wins=wins, losses=losses, ties=len(diff) - wins - losses,
+                                                learned_gap=float(a.mean()), random_gap=float(b.mean())))
+    ctx.claim(f"{label}: the learned ranker beats a random ranker at equal budget (one-sided paired Wilcoxon over "
+              f"{len(diff)} (instance, B) pairs, p = {p:.2g} < {ALPHA}; {wins} wins, {losses} losses; mean gaps %)"
+              + (" — not tested: both rankers tie on every pair" if holds is None else ""),
+              ours=float(a.mean()), baseline=float(b.mean()), holds=holds)
+
+    # (3) competitiveness goal of the issue at this CPU size
+    if pr in GOALS:
+        goal = GOALS[pr]
+        best_base = min(v["gap"] for v in base.values())
+        ctx.claim(f"{label}: PACE (learned, B = {S['budgets'][-1]}) is within {goal}% of the reference (the issue's "
+                  f"CPU goal; ours: PACE's mean gap %, baseline: the best baseline's mean gap %)",
+                  ours=float(g[-1]), baseline=float(best_base), holds=bool(g[-1] <= goal))
+    return curve
+
+
+def _claims_not_run(ctx: RunContext) -> None:
+    ctx.claim("Paper headline figures (ATSP-500 0.247%, MIS RB-[800-1200] 2.00% drop, MVC 0.07%) at GPU-trained sizes "
+              "— not tested: ATSP, CVRP and MaxCut are not implemented here; MIS RB-large runs only in the full run",
+              ours=None, baseline=None, holds=None)
+    ctx.claim("Neural baselines (POMO / MatNet through rl4co) — not tested: the neural-co extra is not installed",
+              ours=None, baseline=None, holds=None)
+
+
+def _figure(ctx: RunContext, S, curves) -> None:
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(curves), figsize=(4.2 * len(curves), 3.4), squeeze=False)
+    for ax, (pr, c) in zip(axes[0], curves.items()):
+        Bs = np.array(c["learned"]["B"], float)
+        x = np.where(Bs == 0, 0.5, Bs)
+        for arm, style in (("learned", "o-"), ("random", "s--")):
+            ax.plot(x, c[arm]["gap"], style, label=f"PACE {arm} ranker")
+        ax.set_xscale("log")
+        ax.set_xticks(x)
+        ax.set_xticklabels(["0"] + [str(b) for b in S["budgets"]])
+        ax.set_xlabel("budget B (refinement rounds)")
+        ax.set_ylabel("mean gap to reference (%)")
+        ax.set_title(_label(*pr))
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    ctx.figure(fig, "gap_vs_budget", "Mean gap to the reference against the budget B, learned vs random ranker")
+    plt.close(fig)
