@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 EXTRAS ?= llm,dist,bo,dev,chem,causal,co,minimax,riemann,moo,ranking,nlp,quantum
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test docs bench clean
 
 install: $(STAMP)
 
@@ -27,7 +27,12 @@ demo: $(STAMP)
 	$(VENV)/bin/neurips26 report
 
 test: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 	$(PY) -m pytest -q -n 2 tests
+
+# the docs site, offline, into build/site (open build/site/index.html)
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_doco.py --out benchmarks/RESULTS_doco.md

@@ -132,3 +132,29 @@ def test_atomic_directory_recovers_an_output_stranded_between_its_two_renames(tm
         (d / "f").write_text("new")
     assert (tmp_path / "out" / "f").read_text() == "new"
     assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_runs_are_quiet_about_the_baselines_import_chatter():
+    # torchao's CUDA-only kernels and llm-compressor's "no accelerator" line print on import on a CPU
+    # machine; a run silences them (its own output stays), a plain import of the packages does not.
+    import subprocess
+    import sys
+
+    probe = ("import logging, sys\n"
+             "QUIET\n"
+             "import torchao\n"
+             "from llmcompressor.utils.dev import get_main_device\n"
+             "get_main_device()\n"
+             "logging.getLogger('torchao').warning('a real torchao warning')\n")
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_LOG_DISABLED")}  # an earlier run set them here
+    loud = subprocess.run([sys.executable, "-c", probe.replace("QUIET", "")], capture_output=True, text=True, env=env)
+    quiet = subprocess.run([sys.executable, "-c", probe.replace(
+        "QUIET", "from neurips26.reproduce._tasks import quiet_third_party; quiet_third_party()")],
+        capture_output=True, text=True, env=env)
+    assert loud.returncode == quiet.returncode == 0, loud.stderr + quiet.stderr
+    loud_out, quiet_out = loud.stdout + loud.stderr, quiet.stdout + quiet.stderr  # loguru prints on stdout
+    assert "Failed to load" in loud_out and "No accelerator" in loud_out  # else this test checks nothing
+    assert "Failed to load" not in quiet_out and "No accelerator" not in quiet_out
+    assert "a real torchao warning" in quiet.stderr

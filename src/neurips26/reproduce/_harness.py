@@ -23,7 +23,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from .._atomic import atomic_directory, atomic_open, atomic_write_text
 from ._tasks import (
-    InProcess, TaskCache, check_picklable, check_task_function, function_name, make_runner, task_key, task_seed,
+    InProcess, TaskCache, check_picklable, check_task_function, function_name, make_runner, quiet_third_party,
+    task_key, task_seed,
     task_seed_for,
 )
 
@@ -324,6 +325,7 @@ def run_experiment(exp: Experiment, out: Path, seed: int = 0, quick: bool = Fals
 
     run_dir = Path(out) / exp.slug
     check_writable(Path(out))
+    quiet_third_party()
     fn = exp.load()
     say = progress.console.print if progress is not None and hasattr(progress, "console") else (lambda msg: None)
     runner = make_runner(jobs, scheduler)

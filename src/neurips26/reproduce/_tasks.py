@@ -20,6 +20,7 @@ import contextvars
 import dataclasses
 import hashlib
 import json
+import logging
 import math
 import os
 import pickle
@@ -28,6 +29,7 @@ import signal
 import sys
 import time
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
@@ -36,6 +38,7 @@ from .._atomic import atomic_write_text
 __all__ = [
     "task_key", "task_seed_for", "task_seed", "check_task_function", "run_task",
     "check_picklable", "TaskCache", "Outcome", "InProcess", "ProcessPool", "DaskCluster", "make_runner",
+    "quiet_third_party",
 ]
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -136,11 +139,47 @@ def _limit_threads() -> None:
     threadpool_limits(limits=1)  # for libraries loaded before
 
 
+class _DropMessages(logging.Filter):
+    def __init__(self, fragments: Sequence[str]):
+        super().__init__()
+        self.fragments = tuple(fragments)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(f in message for f in self.fragments)
+
+
+# Import-time chatter of the baselines' packages that says nothing about a run.
+_NOISE = {
+    "torchao": ("Failed to load",),  # its optional CUDA kernels, which a CPU build cannot load
+    "torch.utils._pytree": ("is an Enum subclass",),  # torch's deprecation note on torchao's enums
+}
+
+
+def quiet_third_party() -> None:
+    """Silence the baselines' import-time noise in a run (the driver and every worker): torchao's
+    kernels that a CPU build cannot load, torch's note on torchao's enums, llm-compressor's loguru
+    INFO / "no accelerator" lines, gcastle's and llm-compressor's deprecation warnings. Errors
+    still propagate; nothing here touches what our own code reports."""
+    for name, fragments in _NOISE.items():
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropMessages) for f in logger.filters):
+            logger.addFilter(_DropMessages(fragments))
+    logging.getLogger("castle").setLevel(logging.WARNING)
+    # llm-compressor (re)configures its loguru logger on import and reads these switches then; a user who
+    # set them keeps their choice
+    os.environ.setdefault("LLM_COMPRESSOR_LOG_DISABLED", "true")
+    os.environ.setdefault("COMPRESSED_TENSORS_LOG_DISABLED", "true")
+    for category in (DeprecationWarning, FutureWarning, UserWarning):
+        warnings.filterwarnings("ignore", category=category, module=r"(castle|llmcompressor|compressed_tensors)(\.|$)")
+
+
 def _pool_worker_init() -> None:
     # Ctrl-C in a terminal reaches the whole process group: the driver alone handles it (it
     # stops the workers), so that a worker does not die half-way through sending a result.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _limit_threads()
+    quiet_third_party()
 
 
 def run_task(fn: Callable, task: Any, seed: int, isolate: bool = False, single_thread: bool = False) -> tuple[str, float]:

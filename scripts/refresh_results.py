@@ -1,0 +1,74 @@
+"""Rerun quick reproductions and commit-ready copies of their results under results/quick/SLUG.json.
+
+    python scripts/refresh_results.py                 # every registered experiment, one after another
+    python scripts/refresh_results.py pome rlns       # only these
+    python scripts/refresh_results.py --jobs 2 dag-flow
+
+Each experiment runs as `neurips26 run SLUG --quick --seed 0` in its own process (two torch threads,
+the quick runs' documented setting), into a temporary directory; its results.json is then copied to
+results/quick/SLUG.json through a temporary file and a rename, so a failed or interrupted run never leaves
+a half-written reference behind. The README's figures and claim counts are checked against these files
+by tests/test_readme_figures.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from neurips26.reproduce import EXPERIMENTS  # noqa: E402
+
+
+def refresh(slug: str, dest: pathlib.Path, jobs: int | None) -> tuple[float, str]:
+    env = dict(os.environ, OMP_NUM_THREADS="2", MKL_NUM_THREADS="2", PYTHONWARNINGS="ignore")
+    with tempfile.TemporaryDirectory(prefix=f"refresh-{slug}-") as out:
+        cmd = [sys.executable, "-m", "neurips26.cli", "run", slug, "--quick", "--seed", "0", "--out", out]
+        if jobs:
+            cmd += ["--jobs", str(jobs)]
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        produced = pathlib.Path(out) / slug / "results.json"
+        if proc.returncode != 0 or not produced.exists():
+            tail = (proc.stdout + proc.stderr)[-2000:]
+            return wall, f"FAILED (exit {proc.returncode}):\n{tail}"
+        result = json.loads(produced.read_text())
+        dest.mkdir(parents=True, exist_ok=True)
+        tmp = dest / f".{slug}.json.tmp"
+        tmp.write_text(json.dumps(result, indent=1, sort_keys=False) + "\n")
+        os.replace(tmp, dest / f"{slug}.json")
+        claims = result["claims"]
+        tested = [c for c in claims if c["holds"] is not None]
+        held = sum(bool(c["holds"]) for c in tested)
+        return wall, f"{held}/{len(tested)} claims held ({len(claims) - len(tested)} not tested), run {result['wall_s']:.0f} s"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("slugs", nargs="*", help="experiments to rerun (default: all registered)")
+    parser.add_argument("--jobs", type=int, default=None, help="passed to `neurips26 run --jobs`")
+    parser.add_argument("--dest", type=pathlib.Path, default=ROOT / "results" / "quick")
+    args = parser.parse_args(argv)
+    unknown = [s for s in args.slugs if s not in EXPERIMENTS]
+    if unknown:
+        parser.error(f"unknown experiment(s) {unknown}; registered: {sorted(EXPERIMENTS)}")
+    failed = 0
+    for slug in args.slugs or list(EXPERIMENTS):
+        wall, line = refresh(slug, args.dest, args.jobs)
+        failed += line.startswith("FAILED")
+        print(f"{slug:28s} {wall:7.1f} s  {line}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
