@@ -158,3 +158,16 @@ def test_runs_are_quiet_about_the_baselines_import_chatter():
     assert "Failed to load" in loud_out and "No accelerator" in loud_out  # else this test checks nothing
     assert "Failed to load" not in quiet_out and "No accelerator" not in quiet_out
     assert "a real torchao warning" in quiet.stderr
+
+
+def test_environment_names_what_makes_two_machines_differ():
+    import transformers  # noqa: F401  (a package a run would have loaded)
+
+    from neurips26.reproduce._harness import environment
+
+    env = environment()
+    import torch
+
+    assert env["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert env["packages"]["transformers"] == transformers.__version__
+    assert "pymoo" not in env["packages"] or "pymoo" in __import__("sys").modules

@@ -275,9 +275,44 @@ def environment() -> dict[str, Any]:
 
         env["torch"] = torch.__version__
         env["torch_threads"] = torch.get_num_threads()
+        # the SIMD level decides which BLAS / ATen kernels run, hence the summation order: two machines
+        # with different levels give different low bits, and a training run amplifies them
+        env["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
     except ImportError:  # pragma: no cover - torch is a hard dependency
         env["torch"] = None
+    env["cpu"] = _cpu_model()
+    env["packages"] = _loaded_package_versions()
     return env
+
+
+_TRACKED_PACKAGES = ("transformers", "peft", "botorch", "gpytorch", "scikit-learn", "scipy", "torchao", "llmcompressor",
+                     "dagma", "gcastle", "pyepo", "sentence-transformers", "qiskit", "torchjd", "pymoo", "geoopt",
+                     "elkai", "pyvrp", "ortools")
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _loaded_package_versions() -> dict[str, str]:
+    """Versions of the third-party packages a run used (those imported by now), for comparing two runs."""
+    from importlib import metadata
+
+    modules = {"scikit-learn": "sklearn", "gcastle": "castle", "sentence-transformers": "sentence_transformers"}
+    out = {}
+    for dist in _TRACKED_PACKAGES:
+        if modules.get(dist, dist) in sys.modules:
+            try:
+                out[dist] = metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                pass
+    return out
 
 
 def check_writable(out: Path) -> None:
