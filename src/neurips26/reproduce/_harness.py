@@ -17,6 +17,7 @@ import random
 import subprocess
 import sys
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
@@ -364,6 +365,9 @@ def run_experiment(exp: Experiment, out: Path, seed: int = 0, quick: bool = Fals
     fn = exp.load()
     say = progress.console.print if progress is not None and hasattr(progress, "console") else (lambda msg: None)
     runner = make_runner(jobs, scheduler)
+    # OUT/SLUG.error.txt says that the last attempt failed or was stopped (the report lists it so);
+    # a finished run removes it
+    attempt = Path(out) / f"{exp.slug}.error.txt"
     try:
         cache = TaskCache(Path(out) / f"{exp.slug}.tasks", slug=exp.slug, seed=seed, quick=quick, version=__version__,
                           resume=resume, say=say)
@@ -376,8 +380,17 @@ def run_experiment(exp: Experiment, out: Path, seed: int = 0, quick: bool = Fals
             results = _results(exp, ctx, seed, quick, wall, runner)
             atomic_write_text(tmp_dir / "report.md", render_markdown(results, ctx.sections))
             atomic_write_text(tmp_dir / "results.json", json.dumps(results, indent=2, allow_nan=False) + "\n")
+    except BaseException as exc:
+        stopped = isinstance(exc, KeyboardInterrupt)
+        try:
+            atomic_write_text(attempt, ("stopped" if stopped else "failed") + f" at {time.strftime('%Y-%m-%d %H:%M:%S')}\n\n"
+                              + "".join(traceback.format_exception(exc)))
+        except OSError:
+            pass  # the run's own error is the one to report
+        raise
     finally:
         runner.close()
+    attempt.unlink(missing_ok=True)
     if ctx.task_stats["reused"]:
         say(f"  {ctx.task_stats['reused']} of {ctx.task_stats['tasks']} tasks reused from {cache.root}")
     return results

@@ -1,22 +1,46 @@
-"""Render every ``results.json`` under a directory into one static ``index.html``."""
+"""Render every run under a directory into one static, self-contained ``index.html``.
+
+The page reads like a dashboard: a summary table (claims held / not held / not tested per
+experiment, colour-coded; runs that failed or were stopped listed as such), then one section per
+experiment with its figures first, its claims, the tables it recorded, its configuration and
+environment as tables, and the raw metrics folded away as flattened key / value rows. Images are
+embedded as data URIs and the style sheet is inline: the file needs no network and no other file.
+"""
 
 from __future__ import annotations
 
 import html
 import json
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .._atomic import atomic_write_text
-from ._harness import SCHEMA_KEYS, png_data_uri, tally, verdict
+from ._harness import SCHEMA_KEYS, png_data_uri, verdict
 
-__all__ = ["collect_results", "render_index"]
+__all__ = ["collect_results", "collect_incomplete", "flatten", "render_index"]
 
 _CSS = """
-body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}
-th{background:#f3f3f3}.no{color:#b00;font-weight:bold}.yes{color:#070}.untested{color:#a60}img{max-width:100%;margin:.5em 0}
-section{border-top:2px solid #ddd;margin-top:2em}code{background:#f6f6f6}
+:root{--yes:#1a7f37;--no:#cf222e;--untested:#9a6700;--line:#d0d7de;--soft:#f6f8fa}
+*{box-sizing:border-box}
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:1100px;margin:0 auto;padding:1em;color:#1f2328;line-height:1.45}
+h1{font-size:1.6em}h2{font-size:1.3em;margin-top:0}h3{font-size:1.05em}
+nav{margin:.5em 0 1.5em}nav a{margin-right:.8em;white-space:nowrap}
+.scroll{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;margin:.6em 0;font-size:.92em}
+td,th{border:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
+th{background:var(--soft)}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td code{word-break:break-all}
+.badge{display:inline-block;min-width:1.8em;padding:0 .45em;border-radius:1em;color:#fff;font-weight:600;text-align:center}
+.b-yes{background:var(--yes)}.b-no{background:var(--no)}.b-untested{background:var(--untested)}.b-zero{background:#8c959f}
+.yes{color:var(--yes);font-weight:600}.no{color:var(--no);font-weight:600}.untested{color:var(--untested);font-weight:600}
+.failed{color:var(--no);font-weight:600}.stopped{color:var(--untested);font-weight:600}
+section{border-top:2px solid var(--line);margin-top:2em;padding-top:1em}
+.meta{color:#59636e;font-size:.9em}
+.figs{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,460px),1fr));gap:1em}
+figure{margin:0}figure img{width:100%;height:auto;border:1px solid var(--line)}
+figcaption{font-size:.88em;color:#59636e}
+details{margin:.8em 0}summary{cursor:pointer;font-weight:600}
 """
 
 
@@ -35,42 +59,216 @@ def collect_results(out: Path) -> list[tuple[Path, dict[str, Any]]]:
     return sorted(found, key=lambda item: item[1]["slug"])
 
 
+def collect_incomplete(out: Path) -> list[dict[str, Any]]:
+    """Runs whose last attempt did not finish: from ``OUT/SLUG.error.txt`` (written by the harness
+    when a run fails or is stopped, removed when one finishes), else from the task cache
+    (``OUT/SLUG.tasks/``: 'failed' where a task left a traceback newer than the results, 'stopped'
+    where tasks finished after the last results.json, as after a SIGKILL). Each with the number of
+    cached tasks and the files that say what happened."""
+    incomplete = []
+    seen = set()
+    for marker in sorted(Path(out).glob("*.error.txt")):
+        slug = marker.name[: -len(".error.txt")]
+        state = "stopped" if marker.read_text()[:7] == "stopped" else "failed"
+        cache = Path(out) / f"{slug}.tasks"
+        cached = len([p for p in cache.glob("*.json") if p.name != "run.json"]) if cache.is_dir() else 0
+        errors = [marker, *sorted(cache.glob("*.error.txt"))] if cache.is_dir() else [marker]
+        incomplete.append({"slug": slug, "state": state, "cached": cached, "errors": errors,
+                           "has_results": (Path(out) / slug / "results.json").exists()})
+        seen.add(slug)
+    for cache in sorted(Path(out).glob("*.tasks")):
+        if not cache.is_dir():
+            continue
+        slug = cache.name[: -len(".tasks")]
+        if slug in seen:
+            continue
+        results = Path(out) / slug / "results.json"
+        finished_at = results.stat().st_mtime if results.exists() else float("-inf")
+        entries = [p for p in cache.glob("*.json") if p.name != "run.json"]
+        errors = sorted(cache.glob("*.error.txt"))
+        newer_errors = [p for p in errors if p.stat().st_mtime > finished_at]
+        newer_tasks = [p for p in entries if p.stat().st_mtime > finished_at]
+        if newer_errors:
+            incomplete.append({"slug": slug, "state": "failed", "cached": len(entries), "errors": newer_errors,
+                               "has_results": results.exists()})
+        elif newer_tasks:
+            incomplete.append({"slug": slug, "state": "stopped", "cached": len(entries), "errors": [],
+                               "has_results": results.exists()})
+    return incomplete
+
+
+def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted key, scalar-or-short-list) rows of a nested JSON value; long numeric lists are summarized."""
+    if isinstance(value, dict):
+        if not value and prefix:
+            yield prefix, "{}"
+        for k, v in value.items():
+            yield from flatten(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(value, list) and value and all(isinstance(v, (dict, list)) for v in value) and len(value) <= 12:
+        for i, v in enumerate(value):
+            yield from flatten(v, f"{prefix}[{i}]")
+    else:
+        yield prefix, value
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "n/a"
+    if isinstance(v, bool):
+        return str(v).lower()
     if isinstance(v, float):
         return f"{v:.4g}"
-    if isinstance(v, (list, dict)):
+    if isinstance(v, list):
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+            if len(v) <= 8:
+                return "[" + ", ".join(_fmt(x) for x in v) + "]"
+            return f"{len(v)} values: {_fmt(v[0])}, {_fmt(v[1])}, …, {_fmt(v[-1])} (min {_fmt(min(v))}, max {_fmt(max(v))})"
         text = json.dumps(v)
-        return text if len(text) < 80 else text[:77] + "..."
+        return text if len(text) <= 200 else f"{len(v)} items: {text[:180]}…"
     return str(v)
 
 
-def render_index(out: Path) -> Path:
-    results = collect_results(out)
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _kv_table(rows: list[tuple[str, Any]], head: tuple[str, str]) -> str:
     e = html.escape
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>neurips26 results</title><style>{_CSS}</style></head><body>"]
-    parts.append("<h1>neurips26 reproductions</h1><table><tr><th>experiment</th><th>paper</th><th>claims held / tested</th><th>size</th><th>seed</th><th>wall (s)</th></tr>")
+    body = "".join(
+        f"<tr><td><code>{e(k)}</code></td><td class='{'num' if _is_number(v) else ''}'>{e(_fmt(v))}</td></tr>"
+        for k, v in rows)
+    return f"<div class='scroll'><table><tr><th>{e(head[0])}</th><th>{e(head[1])}</th></tr>{body}</table></div>"
+
+
+def _badge(n: int, kind: str) -> str:
+    return f"<span class='badge {'b-zero' if n == 0 else 'b-' + kind}'>{n}</span>"
+
+
+_IMAGE = re.compile(r"^!\[(?P<alt>[^\]]*)\]\((?P<file>[^)]+\.png)\)$")
+
+
+def _report_sections(report_md: Path) -> tuple[dict[str, str], list[str]]:
+    """From report.md's results part: the figure captions by file name, and the other blocks
+    (tables, headings, text) rendered as HTML, in the order the experiment recorded them."""
+    captions: dict[str, str] = {}
+    blocks: list[str] = []
+    if not report_md.exists():
+        return captions, blocks
+    text = report_md.read_text()
+    _, _, results_part = text.partition("\n## Results\n")
+    e = html.escape
+    for chunk in re.split(r"\n\s*\n", results_part.strip()):
+        lines = chunk.strip().splitlines()
+        if not lines:
+            continue
+        m = _IMAGE.match(lines[0].strip())
+        if m and len(lines) == 1:
+            captions.setdefault(m["file"], m["alt"])
+            continue
+        if len(lines) == 1 and lines[0].startswith("*") and lines[0].endswith("*"):
+            continue  # the italic caption under a figure, shown as its figcaption
+        if lines[0].startswith("|") and len(lines) >= 2:
+            head = [c.strip() for c in lines[0].strip().strip("|").split("|")]
+            rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines[2:]]
+            cells = "".join("<tr>" + "".join(
+                f"<td class='{'num' if re.fullmatch(r'[-+]?[0-9.eE+-]+%?', c) else ''}'>{e(c)}</td>" for c in row)
+                + "</tr>" for row in rows)
+            blocks.append("<div class='scroll'><table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head)
+                          + f"</tr>{cells}</table></div>")
+        elif lines[0].startswith("#"):
+            level = min(4, len(lines[0]) - len(lines[0].lstrip("#")))
+            blocks.append(f"<h{level}>{e(lines[0].lstrip('#').strip())}</h{level}>"
+                          + ("<p>" + e(" ".join(lines[1:])) + "</p>" if len(lines) > 1 else ""))
+        else:
+            blocks.append("<p>" + e(" ".join(line.strip() for line in lines)) + "</p>")
+    return captions, blocks
+
+
+def _summary(results: list[tuple[Path, dict[str, Any]]], incomplete: list[dict[str, Any]]) -> str:
+    e = html.escape
+    state = {i["slug"]: i for i in incomplete}
+    rows = []
     for _, r in results:
-        held, tested = tally(r["claims"])
-        parts.append(
+        verdicts = [verdict(c) for c in r["claims"]]
+        held, no, untested = (verdicts.count(v) for v in ("holds", "does not hold", "not tested"))
+        inc = state.get(r["slug"])
+        status = "finished" if inc is None else f"<span class='{inc['state']}'>last attempt {inc['state']}</span>"
+        rows.append(
             f"<tr><td><a href='#{e(r['slug'])}'>{e(r['slug'])}</a></td><td>{e(r['paper'])}</td>"
-            f"<td>{held} / {tested}</td><td>{'quick' if r['quick'] else 'full'}</td><td>{r['seed']}</td><td>{r['wall_s']:.1f}</td></tr>"
-        )
-    parts.append("</table>")
-    for path, r in results:
-        parts.append(f"<section id='{e(r['slug'])}'><h2>{e(r['slug'])}: {e(r['paper'])}</h2>")
-        parts.append("<table><tr><th>claim</th><th>ours</th><th>baseline</th><th>holds</th></tr>")
-        for c in r["claims"]:
-            cls = {"holds": "yes", "does not hold": "no", "not tested": "untested"}[verdict(c)]
-            parts.append(f"<tr><td>{e(c['claim'])}</td><td>{_fmt(c['ours'])}</td><td>{_fmt(c['baseline'])}</td><td class='{cls}'>{e(verdict(c))}</td></tr>")
-        parts.append("</table><h3>metrics</h3><table>")
-        parts += [f"<tr><td><code>{e(k)}</code></td><td>{e(_fmt(v))}</td></tr>" for k, v in r["metrics"].items()]
-        parts.append("</table>")
-        for png in sorted(path.parent.glob("*.png")):
-            # Embedded, so index.html is one self-contained file with no external assets.
-            parts.append(f"<figure><img alt='{e(png.stem)}' src='{png_data_uri(png)}'><figcaption>{e(png.name)}</figcaption></figure>")
-        parts.append(f"<p>env: <code>{e(json.dumps(r['env']))}</code></p></section>")
+            f"<td>{_badge(held, 'yes')} {_badge(no, 'no')} {_badge(untested, 'untested')}</td><td>{status}</td>"
+            f"<td>{'quick' if r['quick'] else 'full'}</td><td class='num'>{r['wall_s']:.1f}</td></tr>")
+    for inc in incomplete:
+        if not inc["has_results"]:
+            rows.append(f"<tr><td><a href='#{e(inc['slug'])}'>{e(inc['slug'])}</a></td><td></td><td></td>"
+                        f"<td><span class='{inc['state']}'>{inc['state']}</span></td><td></td><td></td></tr>")
+    return ("<div class='scroll'><table><tr><th>experiment</th><th>paper</th>"
+            "<th>claims: <span class='yes'>held</span> / <span class='no'>not held</span> / "
+            "<span class='untested'>not tested</span></th><th>status</th><th>size</th><th>wall (s)</th></tr>"
+            + "".join(rows) + "</table></div>")
+
+
+def _incomplete_section(inc: dict[str, Any]) -> str:
+    e = html.escape
+    what = ("a task failed; its traceback:" if inc["state"] == "failed"
+            else "the run was stopped before it wrote its results")
+    parts = [f"<section id='{e(inc['slug'])}'><h2>{e(inc['slug'])}: <span class='{inc['state']}'>{inc['state']}</span></h2>",
+             f"<p>{e(what)} {inc['cached']} finished task(s) are cached; "
+             f"<code>neurips26 run {e(inc['slug'])} --resume</code> runs only the rest.</p>"]
+    for err in inc["errors"][:3]:
+        parts.append(f"<details><summary>{e(err.name)}</summary><pre>{e(err.read_text()[-4000:])}</pre></details>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _experiment_section(path: Path, r: dict[str, Any]) -> str:
+    e = html.escape
+    captions, blocks = _report_sections(path.parent / "report.md")
+    env = r["env"]
+    parts = [f"<section id='{e(r['slug'])}'><h2>{e(r['slug'])}: {e(r['paper'])}</h2>",
+             f"<p class='meta'>{'quick' if r['quick'] else 'full'} size, seed {r['seed']}, {r['wall_s']:.1f} s, "
+             f"commit {e(str(env.get('git_commit') or 'n/a'))[:12]}, torch {e(str(env.get('torch')))}, "
+             f"{e(str(env.get('cpu_count')))} CPUs</p>"]
+    pngs = sorted(path.parent.glob("*.png"), key=lambda p: (list(captions).index(p.name) if p.name in captions else 1e9, p.name))
+    if pngs:
+        # embedded, so index.html is one self-contained file with no external assets
+        parts.append("<div class='figs'>" + "".join(
+            f"<figure><img alt='{e(captions.get(p.name, p.stem))}' src='{png_data_uri(p)}'>"
+            f"<figcaption>{e(captions.get(p.name, p.stem))}</figcaption></figure>" for p in pngs) + "</div>")
+    parts.append("<h3>Claims</h3><div class='scroll'><table><tr><th>claim</th><th>ours</th><th>baseline</th><th>verdict</th></tr>")
+    for c in r["claims"]:
+        v = verdict(c)
+        cls = {"holds": "yes", "does not hold": "no", "not tested": "untested"}[v]
+        parts.append(f"<tr><td>{e(c['claim'])}</td><td class='num'>{e(_fmt(c['ours']))}</td>"
+                     f"<td class='num'>{e(_fmt(c['baseline']))}</td><td class='{cls}'>{e(v)}</td></tr>")
+    if not r["claims"]:
+        parts.append("<tr><td colspan='4'>no claim tested</td></tr>")
+    parts.append("</table></div>")
+    parts += blocks
+    parts.append("<h3>Configuration</h3>" + _kv_table(list(flatten(r["config"])), ("setting", "value")))
+    parts.append("<details><summary>Environment</summary>" + _kv_table(list(flatten(env)), ("", "")) + "</details>")
+    metrics = list(flatten(r["metrics"]))
+    parts.append(f"<details><summary>Raw metrics ({len(metrics)} values)</summary>"
+                 + _kv_table(metrics, ("metric", "value")) + "</details></section>")
+    return "".join(parts)
+
+
+def render_index(out: Path) -> Path:
+    """Write ``out/index.html`` from every run under ``out`` (atomically) and return its path."""
+    results = collect_results(out)
+    incomplete = collect_incomplete(out)
+    e = html.escape
+    slugs = [r["slug"] for _, r in results] + [i["slug"] for i in incomplete if not i["has_results"]]
+    parts = ["<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+             f"<title>neurips26 results</title><style>{_CSS}</style></head><body>",
+             "<h1>neurips26 reproductions</h1>",
+             "<p class='meta'>Each claim compares our number with the strongest baseline's from the same run: "
+             "<span class='yes'>held</span>, <span class='no'>not held</span>, or <span class='untested'>not tested</span> "
+             "(both sides hit a cap, so the comparison says nothing).</p>",
+             "<nav>" + "".join(f"<a href='#{e(s)}'>{e(s)}</a>" for s in slugs) + "</nav>",
+             _summary(results, incomplete)]
+    parts += [_experiment_section(path, r) for path, r in results]
+    parts += [_incomplete_section(i) for i in incomplete if not i["has_results"]]
     parts.append("</body></html>")
     index = Path(out) / "index.html"
     atomic_write_text(index, "\n".join(parts))
