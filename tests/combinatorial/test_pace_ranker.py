@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from neurips26.combinatorial.pace import (Budget, EditRanker, Features, MISTask, PaceSolver, TSPTask, rb_graph,
-                                          train_ranker, training_examples, uniform_tsp)
+from neurips26.combinatorial.pace import (Budget, CVRPTask, EditRanker, Features, MISTask, PaceSolver, TSPTask, rb_graph,
+                                          train_ranker, training_examples, uniform_cvrp, uniform_tsp)
 from neurips26.combinatorial.pace import pretrained
-from neurips26.combinatorial.pace.baselines import ElkaiTSP
+from neurips26.combinatorial.pace.baselines import ElkaiTSP, PyVRPCVRP
 from neurips26.combinatorial.pace.ranker import cache_path, listwise_loss, load_ranker, save_ranker
 
 
@@ -61,13 +61,19 @@ def test_ranker_is_permutation_equivariant_and_pair_symmetric():
     assert base.shape == (len(edits),) and np.isfinite(base).all()
 
 
-def test_trained_tsp_ranker_agrees_with_held_out_reference_tours_above_chance():
+@pytest.mark.parametrize("which", ["tsp", "cvrp"])
+def test_trained_ranker_agrees_with_held_out_reference_solutions_above_chance(which):
     rng = np.random.default_rng(1)
-    task, ref = TSPTask(), ElkaiTSP()
-    insts = [task.instance(uniform_tsp(20, rng)) for _ in range(40)]
+    if which == "tsp":
+        task, ref, count = TSPTask(), ElkaiTSP(), 40
+        insts = [task.instance(uniform_tsp(20, rng)) for _ in range(count)]
+    else:
+        task, ref, count = CVRPTask(), PyVRPCVRP(time_s=0.1), 24
+        insts = [uniform_cvrp(20, rng) for _ in range(count)]
     tours = [ref.solve(i).sol for i in insts]
-    train = [ex for i, t in zip(insts[:30], tours[:30]) for ex in training_examples(task, i, t, rng, n_states=8)]
-    test = [ex for i, t in zip(insts[30:], tours[30:]) for ex in training_examples(task, i, t, rng, n_states=8)]
+    cut = count * 3 // 4
+    train = [ex for i, t in zip(insts[:cut], tours[:cut]) for ex in training_examples(task, i, t, rng, n_states=8)]
+    test = [ex for i, t in zip(insts[cut:], tours[cut:]) for ex in training_examples(task, i, t, rng, n_states=8)]
     model, losses = train_ranker(task, train, epochs=8, hidden=32, layers=2, seed=0)
     assert losses[-1] < 0.8 * losses[0]
     hits = np.mean([ex.target[int(np.argmax(model.scores(ex.features)))] for ex in test])
@@ -105,7 +111,7 @@ def test_pretrained_ranker_trains_once_then_loads(tmp_path, monkeypatch):
         torch.equal(p, q) for p, q in zip(m1.state_dict().values(), m2.state_dict().values()))
     assert pretrained.ranker_name("mvc") == "mis" and pretrained.ranker_name("mcl") == "mis"
     with pytest.raises(ValueError, match="task"):
-        pretrained.ranker_name("cvrp")
+        pretrained.ranker_name("atsp")
 
 
 class _Degree:

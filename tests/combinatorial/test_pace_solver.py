@@ -7,8 +7,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from neurips26.combinatorial.pace import (Budget, ElitePool, Graph, MaxCliqueTask, MISTask, MVCTask, PaceSolver,
-                                          RandomRanker, TSPTask, rb_graph, uniform_tsp)
+from neurips26.combinatorial.pace import (Budget, CVRPTask, ElitePool, Graph, MaxCliqueTask, MISTask, MVCTask, PaceSolver,
+                                          RandomRanker, TSPTask, rb_graph, uniform_cvrp, uniform_tsp)
 from neurips26.combinatorial.pace.tasks import TSPState
 
 
@@ -26,10 +26,12 @@ def _plain(task_cls):
     return task_cls(local_search=False)  # weaker closure: more room for the budget to matter
 
 
-@pytest.mark.parametrize("which", ["tsp", "mis"])
+@pytest.mark.parametrize("which", ["tsp", "cvrp", "mis"])
 def test_best_cost_is_non_increasing_in_rounds_depth_and_width(which, tsp40):
     if which == "tsp":
         task, inst = _plain(TSPTask), tsp40
+    elif which == "cvrp":
+        task, inst = _plain(CVRPTask), uniform_cvrp(50, np.random.default_rng(2))
     else:  # a sparse random graph: greedy is far from optimal there (on RB-small it is often optimal already)
         task, inst = _plain(MISTask), Graph.from_networkx(nx.gnp_random_graph(150, 0.05, seed=1))
     solver = PaceSolver(task, RandomRanker())
@@ -64,13 +66,13 @@ def test_elite_pool_keeps_the_k_best_distinct():
     assert pool.offer(1.0, b"f", "f") and [m[0] for m in pool.members] == [1.0, 4.0, 4.5]
 
 
-@pytest.mark.parametrize("which", ["tsp", "mis", "mvc", "mcl"])
+@pytest.mark.parametrize("which", ["tsp", "cvrp", "mis", "mvc", "mcl"])
 def test_seeded_determinism(which, tsp40, rb):
-    task = {"tsp": TSPTask, "mis": MISTask, "mvc": MVCTask, "mcl": MaxCliqueTask}[which]()
-    inst = tsp40 if which == "tsp" else rb
+    task = {"tsp": TSPTask, "cvrp": CVRPTask, "mis": MISTask, "mvc": MVCTask, "mcl": MaxCliqueTask}[which]()
+    inst = {"tsp": tsp40, "cvrp": uniform_cvrp(20, np.random.default_rng(1))}.get(which, rb)
     s = PaceSolver(task, RandomRanker())
     a, b = s.solve(inst, Budget(4, 6, 2), seed=9), s.solve(inst, Budget(4, 6, 2), seed=9)
-    assert np.array_equal(a.sol, b.sol) and a.cost == b.cost and a.stats["closures"] == b.stats["closures"]
+    assert a.cost == b.cost and task.key(a.sol) == task.key(b.sol) and a.stats["closures"] == b.stats["closures"]
 
 
 def test_warm_start_refines_a_bad_tour_and_keeps_feasibility(tsp40):

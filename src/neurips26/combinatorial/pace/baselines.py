@@ -2,6 +2,8 @@
 experiment treats every solver alike.
 
 * :class:`ElkaiTSP`: LKH-3 through ``elkai`` (coordinates scaled to integers by ``scale``).
+* :class:`PyVRPCVRP`: PyVRP's hybrid genetic search (distances scaled to integers by ``scale``).
+* :class:`OrToolsCVRP`: OR-Tools routing, savings start and guided local search, at a time limit.
 * :class:`ChilsMIS`: CHILS (``chils``) for MIS; MVC and max clique by complement.
 * :class:`CpSatMIS`: OR-Tools CP-SAT on the edge formulation, with a time limit; its
   ``stats["optimal"]`` says whether it proved optimality.
@@ -17,10 +19,11 @@ import numpy as np
 
 from ..._checks import check_int, check_real
 from .base import Budget, Solution
-from .tasks import MISTask, MVCTask, TSPTask
+from .tasks import CVRPTask, MISTask, MVCTask, TSPTask
+from .tasks.cvrp import canonical_routes
 from .tasks.tsp import canonical_tour
 
-__all__ = ["ElkaiTSP", "ChilsMIS", "CpSatMIS"]
+__all__ = ["ElkaiTSP", "PyVRPCVRP", "OrToolsCVRP", "ChilsMIS", "CpSatMIS"]
 
 
 def _time(budget: Budget | None, default: float) -> float:
@@ -47,6 +50,95 @@ class ElkaiTSP:
         wall = time.perf_counter() - t0
         return Solution(tour, self.task.cost(inst, tour), self.task.is_feasible(inst, tour), [],
                         {"wall_s": wall, "runs": self.runs})
+
+
+def _int_distances(inst, scale: float) -> np.ndarray:
+    return np.rint(inst.D * scale).astype(np.int64)
+
+
+def pyvrp_model(inst, scale: float = 1e4):
+    """The instance as a ``pyvrp.Model`` (integer distances ×``scale``; one vehicle type with as
+    many vehicles as clients). Also the independent feasibility checker of the tests."""
+    from pyvrp import Model
+
+    m = Model()
+    xy = np.rint(inst.coords * scale).astype(np.int64)
+    locs = [m.add_location(x=int(a), y=int(b)) for a, b in xy]
+    m.add_depot(locs[0])
+    for i in range(1, inst.n + 1):
+        m.add_client(locs[i], delivery=[int(inst.demands[i])])
+    m.add_vehicle_type(num_available=inst.n, capacity=[int(inst.capacity)])
+    D = _int_distances(inst, scale)
+    for i in range(inst.n + 1):
+        for j in range(inst.n + 1):
+            if i != j:
+                m.add_edge(locs[i], locs[j], distance=int(D[i, j]))
+    return m
+
+
+class PyVRPCVRP:
+    """PyVRP (hybrid genetic search) for ``time_s`` seconds (``budget.time_s`` overrides)."""
+
+    def __init__(self, time_s: float = 1.0, scale: float = 1e4):
+        self.time_s = check_real("time_s", time_s, low=0.0, low_open=True)
+        self.scale = check_real("scale", scale, low=0.0, low_open=True)
+        self.task = CVRPTask(local_search=False)
+
+    def solve(self, instance, budget: Budget | None = None, seed: int = 0) -> Solution:
+        from pyvrp.stop import MaxRuntime
+
+        inst = self.task.instance(instance)
+        t0 = time.perf_counter()
+        res = pyvrp_model(inst, self.scale).solve(MaxRuntime(_time(budget, self.time_s)), seed=check_int("seed", seed, 0),
+                                                  display=False, collect_stats=False)
+        # pyvrp numbers the clients 0..n-1 (its own client index, depots apart); ours are 1..n
+        routes = canonical_routes([[a.idx + 1 for a in r if a.is_client()] for r in res.best.routes()])
+        return Solution(routes, self.task.cost(inst, routes), self.task.is_feasible(inst, routes), [],
+                        {"wall_s": time.perf_counter() - t0, "pyvrp_feasible": bool(res.best.is_feasible())})
+
+
+class OrToolsCVRP:
+    """OR-Tools routing: path-cheapest-arc start, guided local search, ``time_s`` limit."""
+
+    def __init__(self, time_s: float = 1.0, scale: float = 1e4):
+        self.time_s = check_real("time_s", time_s, low=0.0, low_open=True)
+        self.scale = check_real("scale", scale, low=0.0, low_open=True)
+        self.task = CVRPTask(local_search=False)
+
+    def solve(self, instance, budget: Budget | None = None, seed: int = 0) -> Solution:
+        from ortools.constraint_solver import pywrapcp, routing_enums_pb2
+
+        inst = self.task.instance(instance)
+        t0 = time.perf_counter()
+        D = _int_distances(inst, self.scale)
+        n1 = inst.n + 1
+        mgr = pywrapcp.RoutingIndexManager(n1, inst.n, 0)
+        routing = pywrapcp.RoutingModel(mgr)
+        dist = routing.RegisterTransitCallback(lambda a, b: int(D[mgr.IndexToNode(a), mgr.IndexToNode(b)]))
+        routing.SetArcCostEvaluatorOfAllVehicles(dist)
+        dem = routing.RegisterUnaryTransitCallback(lambda a: int(inst.demands[mgr.IndexToNode(a)]))
+        routing.AddDimensionWithVehicleCapacity(dem, 0, [int(inst.capacity)] * inst.n, True, "load")
+        params = pywrapcp.DefaultRoutingSearchParameters()
+        params.first_solution_strategy = routing_enums_pb2.FirstSolutionStrategy.PATH_CHEAPEST_ARC
+        params.local_search_metaheuristic = routing_enums_pb2.LocalSearchMetaheuristic.GUIDED_LOCAL_SEARCH
+        t = _time(budget, self.time_s)
+        params.time_limit.seconds = int(t)
+        params.time_limit.nanos = int((t - int(t)) * 1e9)
+        sol = routing.SolveWithParameters(params)
+        if sol is None:
+            raise RuntimeError("OR-Tools routing found no solution within its time limit")
+        routes = []
+        for v in range(inst.n):
+            i, r = routing.Start(v), []
+            i = sol.Value(routing.NextVar(i))
+            while not routing.IsEnd(i):
+                r.append(mgr.IndexToNode(i))
+                i = sol.Value(routing.NextVar(i))
+            if r:
+                routes.append(r)
+        routes = canonical_routes(routes)
+        return Solution(routes, self.task.cost(inst, routes), self.task.is_feasible(inst, routes), [],
+                        {"wall_s": time.perf_counter() - t0})
 
 
 def _mis_view(task):

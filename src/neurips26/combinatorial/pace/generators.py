@@ -1,6 +1,8 @@
 """Seeded instance generators of the PACE benchmarks.
 
 * ``uniform_tsp(n, rng)``: n cities uniform in the unit square.
+* ``uniform_cvrp(n, rng)``: Kool et al.'s CVRP: depot and n clients uniform in the unit square,
+  demands uniform in {1..9}, capacity 20 / 30 / 40 / 50 for n = 10 / 20 / 50 / 100 (else ``capacity``).
 * ``rb_graph(rng, n_range, k_range)``: a random RB-model graph as in the GFlowNet-CombOpt
   benchmark (Xu et al.'s model RB): ``n`` cliques (the CSP's variables) of ``k`` vertices (its
   domain values), p ~ U[0.3, 1], a = ln k / ln n, r = -a / ln(1 - p); ⌊r n ln n⌋ - 1 times
@@ -17,9 +19,12 @@ import math
 import numpy as np
 
 from ..._checks import check_int
+from .tasks.cvrp import CVRPInstance
 from .tasks.mis import Graph
 
-__all__ = ["uniform_tsp", "rb_graph", "RB_SIZES"]
+__all__ = ["uniform_tsp", "uniform_cvrp", "rb_graph", "RB_SIZES", "KOOL_CAPACITY"]
+
+KOOL_CAPACITY = {10: 20, 20: 30, 50: 40, 100: 50}
 
 RB_SIZES = {"small": ((20, 25), (5, 12), (200, 300)), "large": ((40, 55), (20, 25), (800, 1200))}
 
@@ -27,6 +32,19 @@ RB_SIZES = {"small": ((20, 25), (5, 12), (200, 300)), "large": ((40, 55), (20, 2
 def uniform_tsp(n: int, rng: np.random.Generator) -> np.ndarray:
     """(n, 2) coordinates uniform in [0, 1)²."""
     return rng.random((check_int("n", n, 3), 2))
+
+
+def uniform_cvrp(n: int, rng: np.random.Generator, capacity: int | None = None) -> CVRPInstance:
+    """A CVRP instance with n clients (Kool et al.'s rule; ``capacity`` required for other n)."""
+    n = check_int("n", n, 2)
+    if capacity is None:
+        if n not in KOOL_CAPACITY:
+            raise ValueError(f"capacity must be given for n = {n} (Kool et al. define n in {sorted(KOOL_CAPACITY)})")
+        capacity = KOOL_CAPACITY[n]
+    capacity = check_int("capacity", capacity, 9)
+    coords = rng.random((n + 1, 2))
+    demands = np.concatenate([[0], rng.integers(1, 10, n)])
+    return CVRPInstance(coords, demands, capacity)
 
 
 def _rb_once(n: int, k: int, p: float, rng: np.random.Generator) -> Graph:
