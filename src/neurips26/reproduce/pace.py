@@ -1,12 +1,15 @@
-"""Reproduction: PACE (Partial-state Amortized Constraint Editing) on TSP, MIS and MVC.
+"""Reproduction: PACE (Partial-state Amortized Constraint Editing) on TSP, CVRP, MIS and MVC.
 
-Per instance: the reference (TSP: elkai/LKH-3 with ``elkai_long`` runs; MIS/MVC: the better of
-CP-SAT with a time limit and CHILS), the baselines (elkai with one run, CHILS, CP-SAT), and PACE
+Per instance: the reference (TSP: elkai/LKH-3 with ``elkai_long`` runs; CVRP: the best of PyVRP
+with a long and a short time limit and OR-Tools routing; MIS/MVC: the better of CP-SAT with a
+time limit and CHILS), the baselines (elkai with one run, PyVRP and OR-Tools at ``routing_s``,
+CHILS, CP-SAT), and PACE
 with the learned edit ranker and with a random ranker at budgets B ∈ ``budgets`` (B refinement
 rounds, each of ``depth`` edit steps with ``width`` candidates expanded) and B = 0 (closure of
 the empty state only). Gaps are in percent of the reference (TSP: excess length; MIS: drop in
-set size; MVC: excess cover size). Every solve is budgeted by steps, not seconds, so a seed gives
-the same metrics in a fresh process.
+set size; MVC: excess cover size). PACE's solves are budgeted by steps, not seconds; the
+baselines with a time limit (CHILS, PyVRP, OR-Tools, CP-SAT when it does not prove optimality)
+may return another solution on a loaded machine, so the reference and the gaps can move slightly.
 
 Claims: (1) budget control: the mean gap falls with B (Spearman ρ < 0 over B, and gap(B_max) <
 gap(B_min)); (2) learned ranking beats random ranking at equal budget (one-sided paired Wilcoxon
@@ -17,31 +20,52 @@ sides both sit at the reference's optimum (zero gap) is not tested.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 from scipy import stats
 
-from ..combinatorial.pace import Budget, MaxCliqueTask, MISTask, MVCTask, PaceSolver, RandomRanker, TSPTask, rb_graph, uniform_tsp
-from ..combinatorial.pace.baselines import ChilsMIS, CpSatMIS, ElkaiTSP
+from ..combinatorial.pace import (Budget, CVRPTask, MaxCliqueTask, MISTask, MVCTask, PaceSolver, RandomRanker, TSPTask,
+                                  rb_graph, uniform_cvrp, uniform_tsp)
+from ..combinatorial.pace.baselines import ChilsMIS, CpSatMIS, ElkaiTSP, OrToolsCVRP, PyVRPCVRP
 from ..combinatorial.pace.pretrained import RECIPES, pretrained_ranker, ranker_name
 from ._common import pyplot
 from ._harness import RunContext
 
 SIZES = {
-    True: dict(families=[["tsp", 50, ["tsp"]], ["rb", "small", ["mis", "mvc"]]], instances=16,
-               budgets=[1, 4, 16, 64], depth=8, width=2, elkai_long=10, cpsat_s=2.0, chils_s=1.0),
-    False: dict(families=[["tsp", 50, ["tsp"]], ["tsp", 100, ["tsp"]], ["rb", "small", ["mis", "mvc", "mcl"]],
-                          ["rb", "large", ["mis", "mvc"]]],
-                instances=128, budgets=[1, 4, 16, 64], depth=8, width=2, elkai_long=10, cpsat_s=30.0, chils_s=5.0),
+    True: dict(families=[["tsp", 50, ["tsp"], 16], ["rb", "small", ["mis", "mvc"], 16], ["cvrp", 50, ["cvrp"], 8]],
+               budgets=[1, 4, 16, 64], depth=8, width=2, elkai_long=10, cpsat_s=2.0, chils_s=1.0,
+               pyvrp_long_s=2.0, routing_s=0.5),
+    False: dict(families=[["tsp", 50, ["tsp"], 128], ["tsp", 100, ["tsp"], 128],
+                          ["rb", "small", ["mis", "mvc", "mcl"], 128], ["rb", "large", ["mis", "mvc"], 32],
+                          ["cvrp", 50, ["cvrp"], 128], ["cvrp", 100, ["cvrp"], 128]],
+                budgets=[1, 4, 16, 64], depth=8, width=2, elkai_long=10, cpsat_s=30.0, chils_s=5.0,
+                pyvrp_long_s=10.0, routing_s=2.0),
 }
-GOALS = {("tsp", 100): 2.0, ("tsp", 50): 2.0, ("mis", "small"): 3.0, ("mvc", "small"): 1.0}  # the issue's CPU goals
+# the issue's CPU goals (TSP/CVRP stated at n = 100; quick applies them at n = 50)
+GOALS = {("tsp", 100): 2.0, ("tsp", 50): 2.0, ("cvrp", 100): 5.0, ("cvrp", 50): 5.0, ("mis", "small"): 3.0,
+         ("mvc", "small"): 1.0}
 ALPHA = 0.01
-_TASKS = {"tsp": TSPTask, "mis": MISTask, "mvc": MVCTask, "mcl": MaxCliqueTask}
+_TASKS = {"tsp": TSPTask, "cvrp": CVRPTask, "mis": MISTask, "mvc": MVCTask, "mcl": MaxCliqueTask}
+_FAMILY_CODE = {"tsp": 1, "rb": 2, "cvrp": 3}
+
+
+@contextmanager
+def _one_thread():
+    """Each task runs its small networks on one torch thread (many threads on tiny tensors, on a
+    shared machine, cost 10x), and gives the caller's setting back."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
 
 
 def _label(problem: str, size) -> str:
-    return f"{problem.upper()}-{size}" if problem == "tsp" else f"{problem.upper()} RB-{size}"
+    return f"{problem.upper()}-{size}" if problem in ("tsp", "cvrp") else f"{problem.upper()} RB-{size}"
 
 
 @dataclass(frozen=True)
@@ -51,14 +75,15 @@ class TrainTask:
 
 def train(t: TrainTask) -> dict:
     """Train (or load from the cache) the ranker of one recipe; its training record."""
-    _, meta = pretrained_ranker(t.name)
+    with _one_thread():
+        _, meta = pretrained_ranker(t.name)
     return dict(n_examples=meta["n_examples"], first_loss=meta["losses"][0], last_loss=meta["losses"][-1],
                 data_s=meta["data_s"], train_s=meta["train_s"])
 
 
 @dataclass(frozen=True)
 class EvalTask:
-    family: str  # "tsp" (uniform TSP) or "rb" (RB graphs: MIS, MVC, max clique on the same graph)
+    family: str  # "tsp" (uniform TSP), "cvrp" (Kool et al.) or "rb" (RB graphs: MIS, MVC, max clique on one graph)
     size: int | str
     index: int
     problems: tuple  # the problems solved on this instance: ("tsp",) or a subset of ("mis", "mvc", "mcl")
@@ -68,14 +93,18 @@ class EvalTask:
     elkai_long: int
     cpsat_s: float
     chils_s: float
+    pyvrp_long_s: float
+    routing_s: float
     seed: int
 
 
 def _instance(t: EvalTask):
-    size_code = int(t.size) if t.family == "tsp" else {"small": 0, "large": 1}[t.size]
-    rng = np.random.default_rng([t.seed, 1 if t.family == "tsp" else 2, size_code, t.index])
+    size_code = {"small": 0, "large": 1}[t.size] if t.family == "rb" else int(t.size)
+    rng = np.random.default_rng([t.seed, _FAMILY_CODE[t.family], size_code, t.index])
     if t.family == "tsp":
         return uniform_tsp(int(t.size), rng)
+    if t.family == "cvrp":
+        return uniform_cvrp(int(t.size), rng)
     return rb_graph(rng, str(t.size))
 
 
@@ -93,7 +122,7 @@ def _pace(task, inst, ref: float, t: EvalTask) -> dict:
         for B in (0, *t.budgets):
             t0 = time.perf_counter()
             sol = solver.solve(inst, Budget(depth=t.depth if B else 0, rounds=B, width=t.width), seed=t.index)
-            rows.append(dict(B=B, gap=_gap(sol.cost, ref), time_s=time.perf_counter() - t0))
+            rows.append(dict(B=B, cost=float(sol.cost), gap=_gap(sol.cost, ref), time_s=time.perf_counter() - t0))
         out[arm] = rows
     return out
 
@@ -102,6 +131,11 @@ def evaluate(t: EvalTask) -> dict:
     """Reference, baselines and PACE (learned and random ranker, every budget) on one instance, for
     each of its problems. MIS and MVC share one graph and one set of baseline runs (a cover is the
     complement of an independent set, so CP-SAT's and CHILS's covers are their sets' complements)."""
+    with _one_thread():
+        return _evaluate(t)
+
+
+def _evaluate(t: EvalTask) -> dict:
     inst = _instance(t)
     out: dict = {}
     if t.family == "tsp":
@@ -112,6 +146,16 @@ def evaluate(t: EvalTask) -> dict:
         out["tsp"] = dict(ref_cost=ref, ref_time_s=long.stats["wall_s"],
                           baselines={"elkai_1run": dict(gap=_gap(one.cost, ref), time_s=one.stats["wall_s"])},
                           **_pace(task, inst, ref, t))
+        return out
+    if t.family == "cvrp":
+        long = PyVRPCVRP(time_s=t.pyvrp_long_s).solve(inst, seed=t.index + 1)
+        short = PyVRPCVRP(time_s=t.routing_s).solve(inst, seed=t.index + 2)
+        ort = OrToolsCVRP(time_s=t.routing_s).solve(inst)
+        ref = min(long.cost, short.cost, ort.cost)
+        out["cvrp"] = dict(ref_cost=ref, ref_time_s=long.stats["wall_s"],
+                           baselines={"pyvrp": dict(gap=_gap(short.cost, ref), time_s=short.stats["wall_s"]),
+                                      "ortools_gls": dict(gap=_gap(ort.cost, ref), time_s=ort.stats["wall_s"])},
+                           **_pace(CVRPTask(), inst, ref, t))
         return out
     runs = {}
     for base in sorted({"mcl" if p == "mcl" else "mis" for p in t.problems}):
@@ -143,24 +187,27 @@ def run(ctx: RunContext) -> None:
                       recipes={k: dict(v) for k, v in RECIPES.items()},
                       budget_rule="B refinement rounds, each `depth` edit steps expanding `width` candidates; "
                                   "B = 0: closure of the empty state")
-    fams = [(f, size, tuple(ps)) for f, size, ps in S["families"]]
-    names = sorted({ranker_name(p) for _, _, ps in fams for p in ps})
+    fams = [(f, size, tuple(ps), count) for f, size, ps, count in S["families"]]
+    names = sorted({ranker_name(p) for _, _, ps, _ in fams for p in ps})
     meta = ctx.map(train, [TrainTask(n) for n in names], description="rankers")
     for n, m in zip(names, meta):
         ctx.metric(f"ranker/{n}", m)
     tasks = [EvalTask(f, size, i, ps, tuple(S["budgets"]), S["depth"], S["width"], S["elkai_long"], S["cpsat_s"],
-                      S["chils_s"], ctx.seed) for f, size, ps in fams for i in range(S["instances"])]
+                      S["chils_s"], S["pyvrp_long_s"], S["routing_s"], ctx.seed)
+             for f, size, ps, count in fams for i in range(count)]
     res = ctx.map(evaluate, tasks, description="instances")
-    by = {(p, size): [r[p] for t, r in zip(tasks, res) if t.size == size and p in r] for f, size, ps in fams for p in ps}
+    by = {(p, size): [r[p] for t, r in zip(tasks, res) if t.family == f and t.size == size]
+          for f, size, ps, _ in fams for p in ps}
     curves = {}
     for pr, rs in by.items():
         curves[pr] = _record(ctx, S, pr, rs)
     _claims_not_run(ctx)
     ctx.text("Gaps are percent of the reference (TSP: elkai/LKH-3 best of "
-             f"{S['elkai_long']} runs; MIS/MVC: the better of CP-SAT ({S['cpsat_s']} s, 1 worker) and CHILS "
-             f"({S['chils_s']} s)). PACE budget B = B refinement rounds of depth {S['depth']}, width {S['width']} "
+             f"{S['elkai_long']} runs; CVRP: the best of PyVRP ({S['pyvrp_long_s']} s and {S['routing_s']} s) and "
+             f"OR-Tools routing (guided local search, {S['routing_s']} s); MIS/MVC: the better of CP-SAT "
+             f"({S['cpsat_s']} s, 1 worker) and CHILS ({S['chils_s']} s)). PACE budget B = B refinement rounds of depth {S['depth']}, width {S['width']} "
              "(B = 0: the closure of the empty state, i.e. greedy + local search). Closures include 2-opt (TSP) "
-             "and (1,2)-swaps (MIS/MVC) — a deviation from a closure that only completes. Rankers: "
+             "and inside each CVRP route, and (1,2)-swaps (MIS/MVC) — a deviation from a closure that only completes. Rankers: "
              + "; ".join(f"{n}: {RECIPES[n]}" for n in names) + ". Times are wall-clock seconds on this machine.")
     _figure(ctx, S, curves)
 
@@ -178,7 +225,9 @@ def _record(ctx: RunContext, S, pr, rs) -> dict:
     if "cp_sat" in base:
         base["cp_sat"]["optimal_frac"] = float(np.mean([r["baselines"]["cp_sat"]["optimal"] for r in rs]))
         ctx.metric(f"{key}/ref_optimal_frac", float(np.mean([r["ref_optimal"] for r in rs])))
-    curve = {arm: dict(B=Bs, gap=gaps[arm].mean(0).tolist(), time_s=times[arm].mean(0).tolist(),
+    costs = {arm: np.array([[row["cost"] for row in r[arm]] for r in rs]) for arm in ("learned", "random")}
+    curve = {arm: dict(B=Bs, gap=gaps[arm].mean(0).tolist(), cost=costs[arm].mean(0).tolist(),
+                       time_s=times[arm].mean(0).tolist(),
                        gap_per_instance_Bmax=gaps[arm][:, -1].tolist()) for arm in gaps}
     ctx.metric(f"{key}/pace", curve)
     ctx.metric(f"{key}/baselines", base)
@@ -230,7 +279,7 @@ def _record(ctx: RunContext, S, pr, rs) -> dict:
 
 def _claims_not_run(ctx: RunContext) -> None:
     ctx.claim("Paper headline figures (ATSP-500 0.247%, MIS RB-[800-1200] 2.00% drop, MVC 0.07%) at GPU-trained sizes "
-              "— not tested: ATSP, CVRP and MaxCut are not implemented here; MIS RB-large runs only in the full run",
+              "— not tested: ATSP and MaxCut are not implemented here; MIS RB-large runs only in the full run",
               ours=None, baseline=None, holds=None)
     ctx.claim("Neural baselines (POMO / MatNet through rl4co) — not tested: the neural-co extra is not installed",
               ours=None, baseline=None, holds=None)
