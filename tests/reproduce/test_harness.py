@@ -105,7 +105,9 @@ def test_a_failed_run_leaves_the_previous_results_whole(fake_registry, tmp_path)
         run_experiment(boom, tmp_path, seed=2)
     assert sorted(os.listdir(tmp_path / "fake-ok")) == before
     assert json.loads((tmp_path / "fake-ok" / "results.json").read_text()) == first
-    assert os.listdir(tmp_path) == ["fake-ok"]  # no temporary folder left behind
+    # no temporary folder left behind, only the mark that the last attempt failed (for the report)
+    assert sorted(os.listdir(tmp_path)) == ["fake-ok", "fake-ok.error.txt"]
+    assert "deliberate" in (tmp_path / "fake-ok.error.txt").read_text()
 
 
 def test_a_folder_never_mixes_two_runs(fake_registry, tmp_path):
