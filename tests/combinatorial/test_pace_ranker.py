@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from neurips26.combinatorial.pace import (Budget, CVRPTask, EditRanker, Features, MISTask, PaceSolver, TSPTask, rb_graph,
-                                          train_ranker, training_examples, uniform_cvrp, uniform_tsp)
+from neurips26.combinatorial.pace import (ATSPTask, Budget, CVRPTask, EditRanker, Features, MISTask, PaceSolver, TSPTask, rb_graph,
+                                          tmat_atsp, train_ranker, training_examples, uniform_cvrp, uniform_tsp)
 from neurips26.combinatorial.pace import pretrained
-from neurips26.combinatorial.pace.baselines import ElkaiTSP, PyVRPCVRP
+from neurips26.combinatorial.pace.baselines import ElkaiATSP, ElkaiTSP, PyVRPCVRP
 from neurips26.combinatorial.pace.ranker import cache_path, listwise_loss, load_ranker, save_ranker
 
 
@@ -61,12 +61,15 @@ def test_ranker_is_permutation_equivariant_and_pair_symmetric():
     assert base.shape == (len(edits),) and np.isfinite(base).all()
 
 
-@pytest.mark.parametrize("which", ["tsp", "cvrp"])
+@pytest.mark.parametrize("which", ["tsp", "atsp", "cvrp"])
 def test_trained_ranker_agrees_with_held_out_reference_solutions_above_chance(which):
     rng = np.random.default_rng(1)
     if which == "tsp":
         task, ref, count = TSPTask(), ElkaiTSP(), 40
         insts = [task.instance(uniform_tsp(20, rng)) for _ in range(count)]
+    elif which == "atsp":
+        task, ref, count = ATSPTask(), ElkaiATSP(), 40
+        insts = [tmat_atsp(20, rng) for _ in range(count)]
     else:
         task, ref, count = CVRPTask(), PyVRPCVRP(time_s=0.1), 24
         insts = [uniform_cvrp(20, rng) for _ in range(count)]
@@ -111,7 +114,7 @@ def test_pretrained_ranker_trains_once_then_loads(tmp_path, monkeypatch):
         torch.equal(p, q) for p, q in zip(m1.state_dict().values(), m2.state_dict().values()))
     assert pretrained.ranker_name("mvc") == "mis" and pretrained.ranker_name("mcl") == "mis"
     with pytest.raises(ValueError, match="task"):
-        pretrained.ranker_name("atsp")
+        pretrained.ranker_name("maxcut")
 
 
 class _Degree:

@@ -7,8 +7,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from neurips26.combinatorial.pace import (Budget, CVRPTask, ElitePool, Graph, MaxCliqueTask, MISTask, MVCTask, PaceSolver,
-                                          RandomRanker, TSPTask, rb_graph, uniform_cvrp, uniform_tsp)
+from neurips26.combinatorial.pace import (ATSPTask, Budget, CVRPTask, ElitePool, Graph, MaxCliqueTask, MISTask, MVCTask, PaceSolver,
+                                          RandomRanker, TSPTask, rb_graph, tmat_atsp, uniform_cvrp, uniform_tsp)
 from neurips26.combinatorial.pace.tasks import TSPState
 
 
@@ -26,10 +26,12 @@ def _plain(task_cls):
     return task_cls(local_search=False)  # weaker closure: more room for the budget to matter
 
 
-@pytest.mark.parametrize("which", ["tsp", "cvrp", "mis"])
+@pytest.mark.parametrize("which", ["tsp", "atsp", "cvrp", "mis"])
 def test_best_cost_is_non_increasing_in_rounds_depth_and_width(which, tsp40):
     if which == "tsp":
         task, inst = _plain(TSPTask), tsp40
+    elif which == "atsp":
+        task, inst = _plain(ATSPTask), tmat_atsp(40, np.random.default_rng(4))
     elif which == "cvrp":
         task, inst = _plain(CVRPTask), uniform_cvrp(50, np.random.default_rng(2))
     else:  # a sparse random graph: greedy is far from optimal there (on RB-small it is often optimal already)
@@ -66,10 +68,12 @@ def test_elite_pool_keeps_the_k_best_distinct():
     assert pool.offer(1.0, b"f", "f") and [m[0] for m in pool.members] == [1.0, 4.0, 4.5]
 
 
-@pytest.mark.parametrize("which", ["tsp", "cvrp", "mis", "mvc", "mcl"])
+@pytest.mark.parametrize("which", ["tsp", "atsp", "cvrp", "mis", "mvc", "mcl"])
 def test_seeded_determinism(which, tsp40, rb):
-    task = {"tsp": TSPTask, "cvrp": CVRPTask, "mis": MISTask, "mvc": MVCTask, "mcl": MaxCliqueTask}[which]()
-    inst = {"tsp": tsp40, "cvrp": uniform_cvrp(20, np.random.default_rng(1))}.get(which, rb)
+    task = {"tsp": TSPTask, "atsp": ATSPTask, "cvrp": CVRPTask, "mis": MISTask, "mvc": MVCTask,
+            "mcl": MaxCliqueTask}[which]()
+    inst = {"tsp": tsp40, "atsp": tmat_atsp(25, np.random.default_rng(3)),
+            "cvrp": uniform_cvrp(20, np.random.default_rng(1))}.get(which, rb)
     s = PaceSolver(task, RandomRanker())
     a, b = s.solve(inst, Budget(4, 6, 2), seed=9), s.solve(inst, Budget(4, 6, 2), seed=9)
     assert a.cost == b.cost and task.key(a.sol) == task.key(b.sol) and a.stats["closures"] == b.stats["closures"]

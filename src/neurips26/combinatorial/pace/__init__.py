@@ -2,16 +2,18 @@
 
 Learned edits on feasible partial states (``Task.transition`` = Γ_I), closure of any such state
 to a feasible solution (``Task.complete`` = Comp_I), and budgeted refinement with an elite pool
-(:class:`PaceSolver`). Tasks: TSP, CVRP, MIS, MVC and max clique (by complement). The reference
+(:class:`PaceSolver`). Tasks: TSP, ATSP, CVRP, MIS, MVC and max clique (by complement). The reference
 solvers (:mod:`.baselines`: elkai, PyVRP, OR-Tools routing, CHILS, CP-SAT) import their packages only when used.
 """
 
 from .base import Budget, ElitePool, Features, InfeasibleEdit, Solution, Task
-from .generators import rb_graph, uniform_cvrp, uniform_tsp
+from .generators import rb_graph, tmat_atsp, uniform_cvrp, uniform_tsp
 from .ranker import EditRanker, RandomRanker, train_ranker, training_examples
 from .solver import PaceSolver
-from .tasks import TASKS, CVRPInstance, CVRPTask, Graph, MaxCliqueTask, MISTask, MVCTask, TSPInstance, TSPTask
+from .tasks import (TASKS, ATSPInstance, ATSPTask, CVRPInstance, CVRPTask, Graph, MaxCliqueTask, MISTask, MVCTask,
+                    TSPInstance, TSPTask)
 
 __all__ = ["Budget", "ElitePool", "Features", "InfeasibleEdit", "Solution", "Task", "PaceSolver", "EditRanker",
            "RandomRanker", "train_ranker", "training_examples", "TASKS", "TSPTask", "TSPInstance", "MISTask",
-           "MVCTask", "MaxCliqueTask", "Graph", "uniform_tsp", "rb_graph", "CVRPTask", "CVRPInstance", "uniform_cvrp"]
+           "MVCTask", "MaxCliqueTask", "Graph", "uniform_tsp", "rb_graph", "CVRPTask", "CVRPInstance", "uniform_cvrp",
+           "ATSPTask", "ATSPInstance", "tmat_atsp"]

@@ -1,6 +1,8 @@
 """Seeded instance generators of the PACE benchmarks.
 
 * ``uniform_tsp(n, rng)``: n cities uniform in the unit square.
+* ``tmat_atsp(n, rng)``: MatNet's "tmat" ATSP: integer distances uniform in [1, 10^6), made
+  to satisfy the triangle inequality by their shortest-path closure (Floyd–Warshall), scaled by 10^-6.
 * ``uniform_cvrp(n, rng)``: Kool et al.'s CVRP: depot and n clients uniform in the unit square,
   demands uniform in {1..9}, capacity 20 / 30 / 40 / 50 for n = 10 / 20 / 50 / 100 (else ``capacity``).
 * ``rb_graph(rng, n_range, k_range)``: a random RB-model graph as in the GFlowNet-CombOpt
@@ -19,10 +21,11 @@ import math
 import numpy as np
 
 from ..._checks import check_int
+from .tasks.atsp import ATSPInstance
 from .tasks.cvrp import CVRPInstance
 from .tasks.mis import Graph
 
-__all__ = ["uniform_tsp", "uniform_cvrp", "rb_graph", "RB_SIZES", "KOOL_CAPACITY"]
+__all__ = ["uniform_tsp", "tmat_atsp", "uniform_cvrp", "rb_graph", "RB_SIZES", "KOOL_CAPACITY"]
 
 KOOL_CAPACITY = {10: 20, 20: 30, 50: 40, 100: 50}
 
@@ -32,6 +35,16 @@ RB_SIZES = {"small": ((20, 25), (5, 12), (200, 300)), "large": ((40, 55), (20, 2
 def uniform_tsp(n: int, rng: np.random.Generator) -> np.ndarray:
     """(n, 2) coordinates uniform in [0, 1)²."""
     return rng.random((check_int("n", n, 3), 2))
+
+
+def tmat_atsp(n: int, rng: np.random.Generator) -> ATSPInstance:
+    """An (n, n) "tmat" ATSP instance: asymmetric, triangle inequality by shortest-path closure."""
+    n = check_int("n", n, 3)
+    D = rng.integers(1, 1_000_000, size=(n, n)).astype(np.int64)
+    np.fill_diagonal(D, 0)
+    for k in range(n):  # Floyd–Warshall, one vectorized relaxation per intermediate vertex
+        D = np.minimum(D, D[:, k:k + 1] + D[k:k + 1, :])
+    return ATSPInstance(D / 1e6)
 
 
 def uniform_cvrp(n: int, rng: np.random.Generator, capacity: int | None = None) -> CVRPInstance:

@@ -3,7 +3,8 @@ reference solvers, imitated listwise; trained once (``neurips26 pace train TASK`
 use) and cached under ``$NEURIPS26_CACHE`` (default ``~/.cache/neurips26``) as
 ``pace-<name>-ranker.pt``, written atomically. Nothing is downloaded.
 
-Recipes: "tsp": 128 uniform TSP-50 instances solved by elkai (LKH-3); "cvrp": 48 CVRP-50
+Recipes: "tsp": 128 uniform TSP-50 instances solved by elkai (LKH-3); "atsp": 64 "tmat" ATSP-50
+instances solved by elkai; "cvrp": 48 CVRP-50
 instances (Kool et al.) solved by PyVRP (0.5 s each); "mis": 32 RB-small graphs solved by CHILS
 (0.2 s each). MVC shares the MIS ranker (its states are MIS states);
 max clique uses it on the complement graph.
@@ -16,18 +17,19 @@ from typing import Callable
 
 import numpy as np
 
-from .generators import rb_graph, uniform_cvrp, uniform_tsp
+from .generators import rb_graph, tmat_atsp, uniform_cvrp, uniform_tsp
 from .ranker import EditRanker, cache_path, load_ranker, save_ranker, train_ranker, training_examples
-from .tasks import CVRPTask, MISTask, TSPTask
+from .tasks import ATSPTask, CVRPTask, MISTask, TSPTask
 
 __all__ = ["RECIPES", "pretrained_ranker", "ranker_name"]
 
 RECIPES = {
     "tsp": dict(n=50, instances=128, states=12, epochs=12, seed=0),
+    "atsp": dict(n=50, instances=64, states=12, epochs=12, seed=0),
     "cvrp": dict(n=50, instances=48, states=12, epochs=12, seed=0, pyvrp_s=0.5),
     "mis": dict(size="small", instances=32, states=16, epochs=12, seed=0, chils_s=0.2),
 }
-_SHARED = {"tsp": "tsp", "cvrp": "cvrp", "mis": "mis", "mvc": "mis", "mcl": "mis"}
+_SHARED = {"tsp": "tsp", "atsp": "atsp", "cvrp": "cvrp", "mis": "mis", "mvc": "mis", "mcl": "mis"}
 
 
 def ranker_name(task: str) -> str:
@@ -44,6 +46,11 @@ def _data(name: str, r: dict):
 
         task, ref = TSPTask(), ElkaiTSP(runs=1)
         insts = [task.instance(uniform_tsp(r["n"], rng)) for _ in range(r["instances"])]
+    elif name == "atsp":
+        from .baselines import ElkaiATSP
+
+        task, ref = ATSPTask(), ElkaiATSP(runs=1)
+        insts = [tmat_atsp(r["n"], rng) for _ in range(r["instances"])]
     elif name == "cvrp":
         from .baselines import PyVRPCVRP
 

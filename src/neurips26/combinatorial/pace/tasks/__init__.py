@@ -1,12 +1,13 @@
 """PACE's tasks: each problem's states, edits, Γ_I (``transition``) and Comp_I (``complete``)."""
 
+from .atsp import ATSPInstance, ATSPState, ATSPTask, or_opt
 from .cvrp import CVRPInstance, CVRPState, CVRPTask, canonical_routes, routes_cost
 from .mcl import MaxCliqueTask
 from .mis import Graph, MISState, MISTask, one_two_swaps
 from .mvc import MVCTask
 from .tsp import TSPInstance, TSPState, TSPTask, tour_length, two_opt
 
-TASKS = {"tsp": TSPTask, "cvrp": CVRPTask, "mis": MISTask, "mvc": MVCTask, "mcl": MaxCliqueTask}
+TASKS = {"tsp": TSPTask, "atsp": ATSPTask, "cvrp": CVRPTask, "mis": MISTask, "mvc": MVCTask, "mcl": MaxCliqueTask}
 
-__all__ = ["CVRPInstance", "CVRPState", "CVRPTask", "canonical_routes", "routes_cost", "TSPInstance", "TSPState", "TSPTask", "tour_length", "two_opt", "Graph", "MISState", "MISTask",
+__all__ = ["ATSPInstance", "ATSPState", "ATSPTask", "or_opt", "CVRPInstance", "CVRPState", "CVRPTask", "canonical_routes", "routes_cost", "TSPInstance", "TSPState", "TSPTask", "tour_length", "two_opt", "Graph", "MISState", "MISTask",
            "one_two_swaps", "MVCTask", "MaxCliqueTask", "TASKS"]
