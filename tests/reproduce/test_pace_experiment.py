@@ -22,16 +22,19 @@ def test_pace_contract_and_determinism(monkeypatch, tmp_path):
     monkeypatch.setitem(pretrained.RECIPES, "tsp", dict(n=15, instances=4, states=4, epochs=2, seed=0))
     monkeypatch.setitem(pretrained.RECIPES, "mis", dict(size="small", instances=2, states=4, epochs=2, seed=0,
                                                         chils_s=0.05))
+    monkeypatch.setitem(pretrained.RECIPES, "atsp", dict(n=12, instances=2, states=4, epochs=2, seed=0))
     monkeypatch.setitem(pretrained.RECIPES, "cvrp", dict(n=20, instances=2, states=4, epochs=2, seed=0, pyvrp_s=0.05))
     monkeypatch.setitem(exp_mod.SIZES, True, dict(
-        families=[["tsp", 20, ["tsp"], 3], ["rb", "small", ["mis", "mvc"], 3], ["cvrp", 20, ["cvrp"], 2]],
+        families=[["tsp", 20, ["tsp"], 3], ["rb", "small", ["mis", "mvc"], 3], ["cvrp", 20, ["cvrp"], 2],
+                  ["atsp", 12, ["atsp"], 2]],
         budgets=[1, 4], depth=3, width=2, elkai_long=2, cpsat_s=0.5, chils_s=0.05, pyvrp_long_s=0.1, routing_s=0.05))
     exp = reproduce.get("pace")
     a = run_experiment(exp, tmp_path / "a", seed=1, quick=True)
     b = run_experiment(exp, tmp_path / "b", seed=1, quick=True)
     # elkai (LKH-3, fixed seed) and PACE's step budgets are deterministic; the time-limited solvers
     # (CHILS, PyVRP, OR-Tools, CP-SAT short of a proof) need not be, nor the rankers trained on them
-    assert _untimed(a["metrics"])["tsp-20/pace"] == _untimed(b["metrics"])["tsp-20/pace"]
+    for p in ("tsp-20", "atsp-12"):
+        assert _untimed(a["metrics"])[f"{p}/pace"] == _untimed(b["metrics"])[f"{p}/pace"]
     for p in ("mis-small", "cvrp-20"):
         assert a["metrics"][f"{p}/pace"]["random"]["cost"] == b["metrics"][f"{p}/pace"]["random"]["cost"]
     m = a["metrics"]

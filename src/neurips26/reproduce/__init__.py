@@ -154,7 +154,7 @@ register(
     Experiment(
         slug="pace",
         paper="PACE: Partial-state Amortized Constraint Editing for neural combinatorial optimization",
-        summary="Learned edit ranker (GNN, listwise imitation of LKH-3 / PyVRP / CHILS) on feasible partial states with closure and budgeted refinement, vs a random ranker and elkai (LKH-3), PyVRP, OR-Tools routing, CHILS and CP-SAT: TSP-50, CVRP-50, MIS and MVC on RB-[200-300] graphs; gap against budget B in {1, 4, 16, 64}.",
+        summary="Learned edit ranker (GNN, listwise imitation of LKH-3 / PyVRP / CHILS) on feasible partial states with closure and budgeted refinement, vs a random ranker and elkai (LKH-3), PyVRP, OR-Tools routing, CHILS and CP-SAT: TSP-50, ATSP-50 (tmat), CVRP-50, MIS and MVC on RB-[200-300] graphs; gap against budget B in {1, 4, 16, 64}.",
         target="neurips26.reproduce.pace:run",
     )
 )
