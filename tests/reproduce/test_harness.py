@@ -150,7 +150,7 @@ def test_runs_are_quiet_about_the_baselines_import_chatter():
              "logging.getLogger('torchao').warning('a real torchao warning')\n")
     import os
 
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_LOG_DISABLED")}  # an earlier run set them here
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_LOG_LEVEL")}  # an earlier run set them here
     loud = subprocess.run([sys.executable, "-c", probe.replace("QUIET", "")], capture_output=True, text=True, env=env)
     quiet = subprocess.run([sys.executable, "-c", probe.replace(
         "QUIET", "from neurips26.reproduce._tasks import quiet_third_party; quiet_third_party()")],

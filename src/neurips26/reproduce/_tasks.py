@@ -167,9 +167,10 @@ def quiet_third_party() -> None:
             logger.addFilter(_DropMessages(fragments))
     logging.getLogger("castle").setLevel(logging.WARNING)
     # llm-compressor (re)configures its loguru logger on import and reads these switches then; a user who
-    # set them keeps their choice
-    os.environ.setdefault("LLM_COMPRESSOR_LOG_DISABLED", "true")
-    os.environ.setdefault("COMPRESSED_TENSORS_LOG_DISABLED", "true")
+    # set them keeps their choice. A level, not LOG_DISABLED: disabled, it never registers the METRIC
+    # level that its GPTQ pass logs at, and that pass fails
+    os.environ.setdefault("LLM_COMPRESSOR_LOG_LEVEL", "ERROR")
+    os.environ.setdefault("COMPRESSED_TENSORS_LOG_LEVEL", "ERROR")
     for category in (DeprecationWarning, FutureWarning, UserWarning):
         warnings.filterwarnings("ignore", category=category, module=r"(castle|llmcompressor|compressed_tensors)(\.|$)")
 
