@@ -311,47 +311,57 @@ def _record(ctx, full, bandit, methods, bandit_methods, nets, horizons, block, d
     _figures(ctx, full, bandit, methods, bandit_methods, horizons)
 
 
+def _log_axes(ax) -> None:
+    # log axes spanning under a decade label their minor ticks too, which collide: keep the major ones
+    from matplotlib.ticker import NullFormatter
+
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
 def _figures(ctx, full, bandit, methods, bandit_methods, horizons) -> None:
     plt = pyplot()
 
     problems = sorted({k[0] for k in full})
     graphs = sorted({k[1] for k in full})
-    fig, axes = plt.subplots(1, len(problems), figsize=(5 * len(problems), 3.6))
+    # legends go outside the axes (constrained layout makes room), never over the curves
+    fig, axes = plt.subplots(1, len(problems), figsize=(4.2 * len(problems) + 2.2, 3.6), layout="constrained")
     for ax, p in zip(np.atleast_1d(axes), problems):
         for name in methods:
             curve = np.mean([full[(p, g, name)]["curve"] for g in graphs], 0)
-            ax.loglog(horizons, curve, marker="o", label=name, ls="--" if "OGD" in name else "-")
-        ax.loglog(horizons, curve[-1] * (np.array(horizons) / horizons[-1]) ** 0.5, color="k", lw=0.6, label="√T")
+            ax.plot(horizons, curve, marker="o", ms=3, label=name, ls="--" if "OGD" in name else "-")
+        ax.plot(horizons, curve[-1] * (np.array(horizons) / horizons[-1]) ** 0.5, color="k", lw=0.6, label="√T slope")
+        _log_axes(ax)
         ax.set_title(p)
-        ax.set_xlabel("T")
-        ax.set_ylabel("regret (mean over graphs)")
-    np.atleast_1d(axes)[0].legend(fontsize=7)
-    fig.tight_layout()
-    ctx.figure(fig, "regret_vs_T", "Full-information regret against the horizon; dashed: OGD-type methods.")
+        ax.set_xlabel("horizon T")
+    np.atleast_1d(axes)[0].set_ylabel("regret (mean over graphs)")
+    fig.legend(*np.atleast_1d(axes)[0].get_legend_handles_labels(), loc="outside right upper", fontsize=8)
+    ctx.figure(fig, "regret_vs_T", "Full-information regret against the horizon (log-log); dashed: OGD-type methods.")
     plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
     for name in methods:
         pts = [(v["bits"], v["regret"]) for k, v in full.items() if k[-1] == name]
-        ax.scatter(*zip(*pts), label=name, marker="s" if "OGD" in name else "o")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+        ax.scatter(*zip(*pts), label=name, marker="s" if "OGD" in name else "o", alpha=0.8)
+    _log_axes(ax)
     ax.set_xlabel("bits sent per node")
     ax.set_ylabel("final regret")
-    ax.legend(fontsize=7)
-    ctx.figure(fig, "regret_vs_bits", "Final regret against communication, every graph and problem.")
+    fig.legend(loc="outside right upper", fontsize=8)
+    ctx.figure(fig, "regret_vs_bits", "Final regret against communication, every graph and problem (lower left is better).")
     plt.close(fig)
 
     bgraphs = sorted({k[1] for k in bandit})
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), layout="constrained")
     for ax, fb in zip(axes, ("one-point", "two-point")):
         for name in bandit_methods:
             curve = np.mean([bandit[(fb, g, name)]["curve"] for g in bgraphs], 0)
-            ax.loglog(horizons, curve, marker="o", label=name, ls="--" if "OGD" in name else "-")
+            ax.plot(horizons, curve, marker="o", ms=3, label=name, ls="--" if "OGD" in name else "-")
+        _log_axes(ax)
         ax.set_title(f"bandit, {fb} feedback")
-        ax.set_xlabel("T")
-        ax.set_ylabel("regret (mean over graphs)")
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    ctx.figure(fig, "bandit_regret_vs_T", "Bandit regret against the horizon.")
+        ax.set_xlabel("horizon T")
+    axes[0].set_ylabel("regret (mean over graphs)")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right upper", fontsize=8)
+    ctx.figure(fig, "bandit_regret_vs_T", "Bandit regret against the horizon (log-log); dashed: OGD-type methods.")
     plt.close(fig)

@@ -295,6 +295,10 @@ def plots(ctx: RunContext, results: dict) -> None:
         lo = min(r[f"ppl_{k}"] for k in keys)
         ax.set_ylim(lo * 0.97, max(r[f"ppl_{k}"] for k in keys) * 1.02)
         ax.set_title(f"{arch}: held-out perplexity")
+        ax.set_ylabel("held-out perplexity (lower is better)")
+        ax.axhline(r[f"ppl_{keys[0]}"], color="k", lw=0.8, ls=":")  # the unquantized reference
         ax.tick_params(axis="x", rotation=30)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
     ctx.figure(fig, "perplexity", "Held-out perplexity of the reference and of each MXFP4 variant.")
     plt.close(fig)
