@@ -113,3 +113,24 @@ def test_symlinked_root_and_stale_cache(tmp_path, cached):
     before = (cache / "data.noun").stat().st_ino
     _wordnet._ensure_cache(linked, cache)
     assert (cache / "data.noun").stat().st_ino == before
+
+
+@needs_wordnet
+@pytest.mark.parametrize("mask", [0o002, 0o000])
+def test_cache_is_private_whatever_the_umask(tmp_path, mask):
+    # nltk 3.10.4 refuses a data root or file with a group or world write bit: under a CI
+    # umask of 0002 a cache that left its modes to the umask could not be read (the
+    # PermissionError was raised by the reader, inside the experiment's task)
+    cache = tmp_path / "cache" / "wordnet-3.0"
+    before = os.umask(mask)
+    try:
+        wn = wordnet(ROOT, cache=cache)
+    finally:
+        os.umask(before)
+    assert wn.synset("dog.n.01").min_depth() == 8 and len(wn.synsets("run")) == 57
+    for p in [cache, *cache.iterdir()]:
+        assert p.stat().st_mode & 0o022 == 0, p
+    # a cache whose stamp matches but that another account could write is rebuilt, not trusted
+    os.chmod(cache / "data.noun", 0o666)
+    _wordnet._ensure_cache(ROOT, cache)
+    assert (cache / "data.noun").stat().st_mode & 0o777 == 0o644

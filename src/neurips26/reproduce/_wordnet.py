@@ -9,11 +9,16 @@ cannot read that folder as it stands:
 - nltk's path sandbox only opens files under a root on ``nltk.data.path`` and refuses
   symlinked or hard-linked files, and a system folder is neither a data root nor under
   our control;
+- nltk 3.10.4's sandbox also refuses a data root, or any file under it, that another
+  account could write (a group or world write bit), whatever the process's umask made
+  of the copy;
 - the reader's ``map_wn`` compares its version with nltk's downloadable ``wordnet`` and,
   as they differ by name, tries to load that download.
 
 So :func:`wordnet` copies the files once into a private cache folder (atomically: a
-reader sees either no folder or a complete one), writes ``lexnames`` there, adds the
+reader sees either no folder or a complete one; mode 0755 for the folder and 0644 for
+its files, set explicitly so that a umask of 0002 or 0000 does not make nltk refuse
+them), writes ``lexnames`` there, adds the
 cache to ``nltk.data.path`` and builds a reader whose ``map_wn`` returns ``None``. The
 cache is ``$NEURIPS26_CACHE/wordnet-3.0`` (default ``~/.cache/neurips26``).
 
@@ -61,7 +66,8 @@ LEXNAMES = (
 assert len(LEXNAMES) == 45
 
 # bump when the cache's content changes, so an old cache is rebuilt rather than trusted
-_CACHE_VERSION = "1"
+_CACHE_VERSION = "2"  # 2: modes set explicitly (1 left them to the umask)
+_DIR_MODE, _FILE_MODE = 0o755, 0o644
 _lock = threading.Lock()
 
 
@@ -106,15 +112,43 @@ def _process_lock(path: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def _not_private(cache: Path) -> list[Path]:
+    # what nltk's sandbox would refuse: an entry owned by another account (root's are
+    # trusted) or carrying a group or world write bit
+    bad = []
+    for p in [cache, *cache.iterdir()]:
+        st = p.lstat()
+        if st.st_uid not in (os.geteuid(), 0) or st.st_mode & 0o022 or p.is_symlink():
+            bad.append(p)
+    return bad
+
+
+def _intact(cache: Path, stamp: str) -> bool:
+    marker = cache / "NEURIPS26_STAMP"
+    try:
+        return marker.is_file() and marker.read_text() == stamp and not _not_private(cache)
+    except OSError:
+        return False
+
+
 def _ensure_cache(root: Path, cache: Path) -> Path:
     stamp = _source_stamp(root)
-    marker = cache / "NEURIPS26_STAMP"
-    if marker.is_file() and marker.read_text() == stamp:
+    if _intact(cache, stamp):
         return cache
-    with _process_lock(cache.with_name(f".{cache.name}.lock")):
-        if marker.is_file() and marker.read_text() == stamp:  # another process built it meanwhile
-            return cache
-        _build_cache(root, cache, stamp)
+    lock = cache.with_name(f".{cache.name}.lock")
+    try:
+        with _process_lock(lock):
+            if not _intact(cache, stamp):  # else another process built it meanwhile
+                _build_cache(root, cache, stamp)
+    except OSError as exc:
+        raise OSError(
+            f"cannot build the WordNet cache in {cache} ({exc.strerror or exc}); point $NEURIPS26_CACHE "
+            f"at a writable folder of your own") from exc
+    bad = _not_private(cache)
+    if bad:  # built by another account: nltk would refuse to read it
+        raise PermissionError(
+            f"nltk will not read the WordNet cache {cache}: {bad[0]} is owned by another account or "
+            f"writable by others; remove the folder or point $NEURIPS26_CACHE elsewhere")
     return cache
 
 
@@ -126,6 +160,10 @@ def _build_cache(root: Path, cache: Path, stamp: str) -> None:
         (tmp / "lexnames").write_text(_lexnames_text())
         # the stamp goes last: its presence means the folder is complete
         (tmp / "NEURIPS26_STAMP").write_text(stamp)
+        # nltk refuses group- or world-writable data; the umask decided the modes so far
+        for f in tmp.iterdir():
+            os.chmod(f, _FILE_MODE)
+        os.chmod(tmp, _DIR_MODE)
 
 
 def _reader_class():
