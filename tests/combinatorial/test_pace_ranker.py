@@ -114,7 +114,7 @@ def test_pretrained_ranker_trains_once_then_loads(tmp_path, monkeypatch):
         torch.equal(p, q) for p, q in zip(m1.state_dict().values(), m2.state_dict().values()))
     assert pretrained.ranker_name("mvc") == "mis" and pretrained.ranker_name("mcl") == "mis"
     with pytest.raises(ValueError, match="task"):
-        pretrained.ranker_name("maxcut")
+        pretrained.ranker_name("knapsack")
 
 
 class _Degree:

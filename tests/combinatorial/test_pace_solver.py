@@ -7,8 +7,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from neurips26.combinatorial.pace import (ATSPTask, Budget, CVRPTask, ElitePool, Graph, MaxCliqueTask, MISTask, MVCTask, PaceSolver,
-                                          RandomRanker, TSPTask, rb_graph, tmat_atsp, uniform_cvrp, uniform_tsp)
+from neurips26.combinatorial.pace import (ATSPTask, Budget, CVRPTask, ElitePool, Graph, MaxCliqueTask, MaxCutTask,
+                                          MISTask, MVCTask, PaceSolver, RandomRanker, TSPTask, ba_graph, rb_graph, tmat_atsp, uniform_cvrp, uniform_tsp)
 from neurips26.combinatorial.pace.tasks import TSPState
 
 
@@ -26,7 +26,7 @@ def _plain(task_cls):
     return task_cls(local_search=False)  # weaker closure: more room for the budget to matter
 
 
-@pytest.mark.parametrize("which", ["tsp", "atsp", "cvrp", "mis"])
+@pytest.mark.parametrize("which", ["tsp", "atsp", "cvrp", "mis", "maxcut"])
 def test_best_cost_is_non_increasing_in_rounds_depth_and_width(which, tsp40):
     if which == "tsp":
         task, inst = _plain(TSPTask), tsp40
@@ -34,6 +34,8 @@ def test_best_cost_is_non_increasing_in_rounds_depth_and_width(which, tsp40):
         task, inst = _plain(ATSPTask), tmat_atsp(40, np.random.default_rng(4))
     elif which == "cvrp":
         task, inst = _plain(CVRPTask), uniform_cvrp(50, np.random.default_rng(2))
+    elif which == "maxcut":
+        task, inst = _plain(MaxCutTask), ba_graph(np.random.default_rng(6), (120, 120))
     else:  # a sparse random graph: greedy is far from optimal there (on RB-small it is often optimal already)
         task, inst = _plain(MISTask), Graph.from_networkx(nx.gnp_random_graph(150, 0.05, seed=1))
     solver = PaceSolver(task, RandomRanker())
@@ -68,10 +70,10 @@ def test_elite_pool_keeps_the_k_best_distinct():
     assert pool.offer(1.0, b"f", "f") and [m[0] for m in pool.members] == [1.0, 4.0, 4.5]
 
 
-@pytest.mark.parametrize("which", ["tsp", "atsp", "cvrp", "mis", "mvc", "mcl"])
+@pytest.mark.parametrize("which", ["tsp", "atsp", "cvrp", "mis", "mvc", "mcl", "maxcut"])
 def test_seeded_determinism(which, tsp40, rb):
     task = {"tsp": TSPTask, "atsp": ATSPTask, "cvrp": CVRPTask, "mis": MISTask, "mvc": MVCTask,
-            "mcl": MaxCliqueTask}[which]()
+            "mcl": MaxCliqueTask, "maxcut": MaxCutTask}[which]()
     inst = {"tsp": tsp40, "atsp": tmat_atsp(25, np.random.default_rng(3)),
             "cvrp": uniform_cvrp(20, np.random.default_rng(1))}.get(which, rb)
     s = PaceSolver(task, RandomRanker())

@@ -5,6 +5,8 @@ experiment treats every solver alike.
 * :class:`ElkaiATSP`: LKH-3 through ``elkai`` on the asymmetric integer matrix (×``scale``).
 * :class:`PyVRPCVRP`: PyVRP's hybrid genetic search (distances scaled to integers by ``scale``).
 * :class:`OrToolsCVRP`: OR-Tools routing, savings start and guided local search, at a time limit.
+* :class:`CpSatMaxCut`: CP-SAT on the edge-linearized MaxCut model, with a time limit.
+* :class:`GoemansWilliamson`: the SDP relaxation (cvxpy + SCS) and ``roundings`` random hyperplanes.
 * :class:`ChilsMIS`: CHILS (``chils``) for MIS; MVC and max clique by complement.
 * :class:`CpSatMIS`: OR-Tools CP-SAT on the edge formulation, with a time limit; its
   ``stats["optimal"]`` says whether it proved optimality.
@@ -20,11 +22,11 @@ import numpy as np
 
 from ..._checks import check_int, check_real
 from .base import Budget, Solution
-from .tasks import ATSPTask, CVRPTask, MISTask, MVCTask, TSPTask
+from .tasks import ATSPTask, CVRPTask, MaxCutTask, MISTask, MVCTask, TSPTask
 from .tasks.cvrp import canonical_routes
 from .tasks.tsp import canonical_tour
 
-__all__ = ["ElkaiTSP", "ElkaiATSP", "PyVRPCVRP", "OrToolsCVRP", "ChilsMIS", "CpSatMIS"]
+__all__ = ["ElkaiTSP", "ElkaiATSP", "CpSatMaxCut", "GoemansWilliamson", "PyVRPCVRP", "OrToolsCVRP", "ChilsMIS", "CpSatMIS"]
 
 
 def _time(budget: Budget | None, default: float) -> float:
@@ -229,3 +231,71 @@ class CpSatMIS:
         else:
             inset = np.array([s.Value(v) for v in x], bool)
         return _answer(self.task, g, inset, time.perf_counter() - t0, optimal=status == cp_model.OPTIMAL)
+
+
+class CpSatMaxCut:
+    """CP-SAT: max Σ_e y_e with y_uv <= x_u + x_v and y_uv <= 2 - x_u - x_v; ``time_s`` limit,
+    ``workers`` search workers; ``stats["optimal"]`` when it proved the optimum."""
+
+    def __init__(self, time_s: float = 10.0, workers: int = 1):
+        self.time_s = check_real("time_s", time_s, low=0.0, low_open=True)
+        self.workers = check_int("workers", workers, 1)
+        self.task = MaxCutTask()
+
+    def solve(self, instance, budget: Budget | None = None, seed: int = 0) -> Solution:
+        from ortools.sat.python import cp_model
+
+        g = self.task.instance(instance)
+        t0 = time.perf_counter()
+        m = cp_model.CpModel()
+        x = [m.NewBoolVar(f"x{v}") for v in range(g.n)]
+        y = []
+        for u, v in g.edges.tolist():
+            e = m.NewBoolVar(f"y{u}_{v}")
+            m.Add(e <= x[u] + x[v])
+            m.Add(e <= 2 - x[u] - x[v])
+            y.append(e)
+        m.Add(x[0] == 0)  # the mirror of a cut is the same cut
+        m.Maximize(sum(y))
+        s = cp_model.CpSolver()
+        s.parameters.max_time_in_seconds = _time(budget, self.time_s)
+        s.parameters.num_search_workers = self.workers
+        s.parameters.random_seed = check_int("seed", seed, 0)
+        status = s.Solve(m)
+        mask = (np.array([s.Value(v) for v in x], bool) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+                else np.zeros(g.n, bool))
+        return Solution(mask, self.task.cost(g, mask), self.task.is_feasible(g, mask), [],
+                        {"wall_s": time.perf_counter() - t0, "optimal": status == cp_model.OPTIMAL})
+
+
+class GoemansWilliamson:
+    """Goemans–Williamson: maximize Σ_(u,v)∈E (1 − X_uv)/2 over X ⪰ 0 with diag(X) = 1 (cvxpy, SCS),
+    factor X = V Vᵀ, and keep the best of ``roundings`` cuts sign(V r), r ~ N(0, I);
+    ``stats["sdp_bound"]`` is the relaxation's value (an upper bound up to the solver's tolerance)."""
+
+    def __init__(self, roundings: int = 100):
+        self.roundings = check_int("roundings", roundings, 1)
+        self.task = MaxCutTask()
+
+    def solve(self, instance, budget: Budget | None = None, seed: int = 0) -> Solution:
+        import cvxpy as cp
+
+        g = self.task.instance(instance)
+        t0 = time.perf_counter()
+        X = cp.Variable((g.n, g.n), symmetric=True)
+        u, v = g.edges[:, 0], g.edges[:, 1]
+        L = np.zeros((g.n, g.n))  # the graph Laplacian: Σ_e (1 − X_uv)/2 = <L, X>/4
+        np.add.at(L, (u, u), 1.0)
+        np.add.at(L, (v, v), 1.0)
+        np.add.at(L, (u, v), -1.0)
+        np.add.at(L, (v, u), -1.0)
+        prob = cp.Problem(cp.Maximize(cp.sum(cp.multiply(L, X)) / 4), [X >> 0, cp.diag(X) == 1])
+        prob.solve(solver=cp.SCS)
+        w, Q = np.linalg.eigh((X.value + X.value.T) / 2)
+        V = Q * np.sqrt(np.clip(w, 0.0, None))
+        rng = np.random.default_rng(check_int("seed", seed, 0))
+        cuts = (V @ rng.standard_normal((g.n, self.roundings))) >= 0  # (n, roundings)
+        sizes = (cuts[u] != cuts[v]).sum(0)
+        mask = cuts[:, int(np.argmax(sizes))]
+        return Solution(mask, self.task.cost(g, mask), self.task.is_feasible(g, mask), [],
+                        {"wall_s": time.perf_counter() - t0, "sdp_bound": float(prob.value)})

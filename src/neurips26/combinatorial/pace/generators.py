@@ -5,6 +5,8 @@
   to satisfy the triangle inequality by their shortest-path closure (Floyd–Warshall), scaled by 10^-6.
 * ``uniform_cvrp(n, rng)``: Kool et al.'s CVRP: depot and n clients uniform in the unit square,
   demands uniform in {1..9}, capacity 20 / 30 / 40 / 50 for n = 10 / 20 / 50 / 100 (else ``capacity``).
+* ``ba_graph(rng, n_range)``: a Barabási–Albert graph (networkx, 4 edges per new vertex) on n
+  uniform in ``n_range`` (default 200-300) vertices, the MaxCut benchmark.
 * ``rb_graph(rng, n_range, k_range)``: a random RB-model graph as in the GFlowNet-CombOpt
   benchmark (Xu et al.'s model RB): ``n`` cliques (the CSP's variables) of ``k`` vertices (its
   domain values), p ~ U[0.3, 1], a = ln k / ln n, r = -a / ln(1 - p); ⌊r n ln n⌋ - 1 times
@@ -25,7 +27,7 @@ from .tasks.atsp import ATSPInstance
 from .tasks.cvrp import CVRPInstance
 from .tasks.mis import Graph
 
-__all__ = ["uniform_tsp", "tmat_atsp", "uniform_cvrp", "rb_graph", "RB_SIZES", "KOOL_CAPACITY"]
+__all__ = ["uniform_tsp", "tmat_atsp", "uniform_cvrp", "rb_graph", "ba_graph", "RB_SIZES", "KOOL_CAPACITY"]
 
 KOOL_CAPACITY = {10: 20, 20: 30, 50: 40, 100: 50}
 
@@ -91,3 +93,17 @@ def rb_graph(rng: np.random.Generator, size: str = "small") -> Graph:
             continue
         p = float(rng.uniform(0.3, 1.0))
         return _rb_once(n, k, p, rng)
+
+
+def ba_graph(rng: np.random.Generator, n_range: tuple[int, int] = (200, 300), m: int = 4) -> Graph:
+    """A Barabási–Albert graph with n ~ U{n_range} vertices, ``m`` edges per new vertex."""
+    import networkx as nx
+
+    lo, hi = (check_int("n_range", v, 2) for v in n_range)
+    if lo > hi:
+        raise ValueError(f"n_range must be (low, high) with low <= high, got {n_range}")
+    n = int(rng.integers(lo, hi + 1))
+    m = check_int("m", m, 1)
+    if m >= n:
+        raise ValueError(f"m must be below the number of vertices {n}, got {m}")
+    return Graph.from_networkx(nx.barabasi_albert_graph(n, m, seed=int(rng.integers(2**31))))

@@ -6,7 +6,7 @@ use) and cached under ``$NEURIPS26_CACHE`` (default ``~/.cache/neurips26``) as
 Recipes: "tsp": 128 uniform TSP-50 instances solved by elkai (LKH-3); "atsp": 64 "tmat" ATSP-50
 instances solved by elkai; "cvrp": 48 CVRP-50
 instances (Kool et al.) solved by PyVRP (0.5 s each); "mis": 32 RB-small graphs solved by CHILS
-(0.2 s each). MVC shares the MIS ranker (its states are MIS states);
+(0.2 s each); "maxcut": 32 Barabási–Albert graphs of 60-80 vertices solved by CP-SAT (2 s each). MVC shares the MIS ranker (its states are MIS states);
 max clique uses it on the complement graph.
 """
 
@@ -17,9 +17,9 @@ from typing import Callable
 
 import numpy as np
 
-from .generators import rb_graph, tmat_atsp, uniform_cvrp, uniform_tsp
+from .generators import ba_graph, rb_graph, tmat_atsp, uniform_cvrp, uniform_tsp
 from .ranker import EditRanker, cache_path, load_ranker, save_ranker, train_ranker, training_examples
-from .tasks import ATSPTask, CVRPTask, MISTask, TSPTask
+from .tasks import ATSPTask, CVRPTask, MaxCutTask, MISTask, TSPTask
 
 __all__ = ["RECIPES", "pretrained_ranker", "ranker_name"]
 
@@ -28,8 +28,9 @@ RECIPES = {
     "atsp": dict(n=50, instances=64, states=12, epochs=12, seed=0),
     "cvrp": dict(n=50, instances=48, states=12, epochs=12, seed=0, pyvrp_s=0.5),
     "mis": dict(size="small", instances=32, states=16, epochs=12, seed=0, chils_s=0.2),
+    "maxcut": dict(n_range=(60, 80), instances=32, states=16, epochs=12, seed=0, cpsat_s=2.0),
 }
-_SHARED = {"tsp": "tsp", "atsp": "atsp", "cvrp": "cvrp", "mis": "mis", "mvc": "mis", "mcl": "mis"}
+_SHARED = {"tsp": "tsp", "atsp": "atsp", "cvrp": "cvrp", "mis": "mis", "mvc": "mis", "mcl": "mis", "maxcut": "maxcut"}
 
 
 def ranker_name(task: str) -> str:
@@ -56,6 +57,11 @@ def _data(name: str, r: dict):
 
         task, ref = CVRPTask(), PyVRPCVRP(time_s=r["pyvrp_s"])
         insts = [uniform_cvrp(r["n"], rng) for _ in range(r["instances"])]
+    elif name == "maxcut":
+        from .baselines import CpSatMaxCut
+
+        task, ref = MaxCutTask(), CpSatMaxCut(time_s=r["cpsat_s"])
+        insts = [ba_graph(rng, tuple(r["n_range"])) for _ in range(r["instances"])]
     else:
         from .baselines import ChilsMIS
 
