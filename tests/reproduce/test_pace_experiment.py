@@ -22,11 +22,13 @@ def test_pace_contract_and_determinism(monkeypatch, tmp_path):
     monkeypatch.setitem(pretrained.RECIPES, "tsp", dict(n=15, instances=4, states=4, epochs=2, seed=0))
     monkeypatch.setitem(pretrained.RECIPES, "mis", dict(size="small", instances=2, states=4, epochs=2, seed=0,
                                                         chils_s=0.05))
+    monkeypatch.setitem(pretrained.RECIPES, "maxcut", dict(n_range=(20, 30), instances=2, states=4, epochs=2, seed=0,
+                                                          cpsat_s=0.2))
     monkeypatch.setitem(pretrained.RECIPES, "atsp", dict(n=12, instances=2, states=4, epochs=2, seed=0))
     monkeypatch.setitem(pretrained.RECIPES, "cvrp", dict(n=20, instances=2, states=4, epochs=2, seed=0, pyvrp_s=0.05))
     monkeypatch.setitem(exp_mod.SIZES, True, dict(
         families=[["tsp", 20, ["tsp"], 3], ["rb", "small", ["mis", "mvc"], 3], ["cvrp", 20, ["cvrp"], 2],
-                  ["atsp", 12, ["atsp"], 2]],
+                  ["atsp", 12, ["atsp"], 2], ["ba", "20-30", ["maxcut"], 1]],
         budgets=[1, 4], depth=3, width=2, elkai_long=2, cpsat_s=0.5, chils_s=0.05, pyvrp_long_s=0.1, routing_s=0.05))
     exp = reproduce.get("pace")
     a = run_experiment(exp, tmp_path / "a", seed=1, quick=True)
@@ -55,4 +57,5 @@ def test_pace_contract_and_determinism(monkeypatch, tmp_path):
     assert goal["holds"] == (goal["ours"] <= 3.0) and np.isfinite(goal["ours"])
     out = tmp_path / "a" / "pace"
     assert (out / "gap_vs_budget.png").exists() and "TSP-20" in (out / "report.md").read_text()
+    assert m["maxcut-20-30/baselines"]["goemans_williamson"]["gap"] >= 0
     assert m["cvrp-20/baselines"]["pyvrp"]["gap"] >= 0 and m["cvrp-20/pace"]["learned"]["gap"][-1] >= -1e-9
