@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from neurips26.combinatorial.pace import (ATSPTask, Budget, CVRPTask, EditRanker, Features, MISTask, PaceSolver, TSPTask, rb_graph,
-                                          tmat_atsp, train_ranker, training_examples, uniform_cvrp, uniform_tsp)
+from neurips26.combinatorial.pace import (ATSPTask, Budget, CVRPTask, EditRanker, Features, MISTask, PaceSolver,
+                                          TSPTask, rb_graph, tmat_atsp, train_ranker, training_examples, uniform_cvrp,
+                                          uniform_tsp)
 from neurips26.combinatorial.pace import pretrained
 from neurips26.combinatorial.pace.baselines import ElkaiATSP, ElkaiTSP, PyVRPCVRP
 from neurips26.combinatorial.pace.ranker import cache_path, listwise_loss, load_ranker, save_ranker

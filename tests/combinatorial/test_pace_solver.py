@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from neurips26.combinatorial.pace import (ATSPTask, Budget, CVRPTask, ElitePool, Graph, MaxCliqueTask, MaxCutTask,
-                                          MISTask, MVCTask, PaceSolver, RandomRanker, TSPTask, ba_graph, rb_graph, tmat_atsp, uniform_cvrp, uniform_tsp)
+                                          MISTask, MVCTask, PaceSolver, RandomRanker, TSPTask, ba_graph, rb_graph,
+                                          tmat_atsp, uniform_cvrp, uniform_tsp)
 from neurips26.combinatorial.pace.tasks import TSPState
 
 

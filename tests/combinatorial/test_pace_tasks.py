@@ -154,7 +154,8 @@ def test_graph_tasks_random_edit_sequences_stay_feasible_and_close(n, p, seed, j
     task = {"mis": MISTask, "mvc": MVCTask, "mcl": MaxCliqueTask}[which]()
     plain = type(task)(local_search=False)
     work = nx.complement(G) if which == "mcl" else G  # the graph the states are independent sets of
-    check = {"mis": lambda m: independent(G, m), "mvc": lambda m: is_cover(G, m), "mcl": lambda m: is_clique(G, m)}[which]
+    check = {"mis": lambda m: independent(G, m), "mvc": lambda m: is_cover(G, m),
+             "mcl": lambda m: is_clique(G, m)}[which]
     s = task.empty_state(task.instance(g))
     while True:
         if rng.random() < junk:

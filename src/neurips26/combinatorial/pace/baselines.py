@@ -26,7 +26,8 @@ from .tasks import ATSPTask, CVRPTask, MaxCutTask, MISTask, MVCTask, TSPTask
 from .tasks.cvrp import canonical_routes
 from .tasks.tsp import canonical_tour
 
-__all__ = ["ElkaiTSP", "ElkaiATSP", "CpSatMaxCut", "GoemansWilliamson", "PyVRPCVRP", "OrToolsCVRP", "ChilsMIS", "CpSatMIS"]
+__all__ = ["ElkaiTSP", "ElkaiATSP", "CpSatMaxCut", "GoemansWilliamson", "PyVRPCVRP", "OrToolsCVRP", "ChilsMIS",
+           "CpSatMIS", "pyvrp_model"]
 
 
 def _time(budget: Budget | None, default: float) -> float:
@@ -112,8 +113,9 @@ class PyVRPCVRP:
 
         inst = self.task.instance(instance)
         t0 = time.perf_counter()
-        res = pyvrp_model(inst, self.scale).solve(MaxRuntime(_time(budget, self.time_s)), seed=check_int("seed", seed, 0),
-                                                  display=False, collect_stats=False)
+        stop = MaxRuntime(_time(budget, self.time_s))
+        res = pyvrp_model(inst, self.scale).solve(stop, seed=check_int("seed", seed, 0), display=False,
+                                                  collect_stats=False)
         # pyvrp numbers the clients 0..n-1 (its own client index, depots apart); ours are 1..n
         routes = canonical_routes([[a.idx + 1 for a in r if a.is_client()] for r in res.best.routes()])
         return Solution(routes, self.task.cost(inst, routes), self.task.is_feasible(inst, routes), [],

@@ -4,10 +4,10 @@ use) and cached under ``$NEURIPS26_CACHE`` (default ``~/.cache/neurips26``) as
 ``pace-<name>-ranker.pt``, written atomically. Nothing is downloaded.
 
 Recipes: "tsp": 128 uniform TSP-50 instances solved by elkai (LKH-3); "atsp": 64 "tmat" ATSP-50
-instances solved by elkai; "cvrp": 48 CVRP-50
-instances (Kool et al.) solved by PyVRP (0.5 s each); "mis": 32 RB-small graphs solved by CHILS
-(0.2 s each); "maxcut": 32 Barabási–Albert graphs of 60-80 vertices solved by CP-SAT (2 s each). MVC shares the MIS ranker (its states are MIS states);
-max clique uses it on the complement graph.
+instances solved by elkai; "cvrp": 48 CVRP-50 instances (Kool et al.) solved by PyVRP (0.5 s
+each); "mis": 32 RB-small graphs solved by CHILS (0.2 s each); "maxcut": 32 Barabási–Albert
+graphs of 60-80 vertices solved by CP-SAT (2 s each). MVC shares the MIS ranker (its states
+are MIS states); max clique uses it on the complement graph.
 """
 
 from __future__ import annotations

@@ -43,7 +43,8 @@ class EditRanker(nn.Module):
     def __init__(self, dims: Sequence[int], hidden: int = 32, layers: int = 3):
         super().__init__()
         fx, fe, fa = (check_int("dims", d, 1) for d in dims)
-        self.dims, self.hidden, self.layers = (fx, fe, fa), check_int("hidden", hidden, 1), check_int("layers", layers, 0)
+        self.dims = (fx, fe, fa)
+        self.hidden, self.layers = check_int("hidden", hidden, 1), check_int("layers", layers, 0)
         self.embed = _mlp(fx, hidden, hidden)
         # A message is W2·relu(W1·[h_src, e]); W2 is linear, so it is applied after the mean over
         # a node's incoming arcs (one matrix product per node instead of one per arc).
