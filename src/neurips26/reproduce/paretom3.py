@@ -31,13 +31,15 @@ from ._common import pyplot
 from ._harness import RunContext
 
 SIZES = {
-    True: dict(seeds=2, rays_b=5, rays_digits=3, budget_a=6000, budget_b=1500, budget_digits=600, n_train=1000,
+    True: dict(seeds=2, rays_b=5, rays_digits=3, budget_a=10000, budget_b=1500, budget_digits=600, n_train=1000,
                n_test=500, cost_steps=10, problems=["zdt1", "zdt2", "fonseca-fleming"], nsga_pop=40, nsga_gen=60),
-    False: dict(seeds=5, rays_b=11, rays_digits=5, budget_a=12000, budget_b=4000, budget_digits=3000, n_train=4000,
+    False: dict(seeds=5, rays_b=11, rays_digits=5, budget_a=20000, budget_b=4000, budget_digits=3000, n_train=4000,
                 n_test=1000, cost_steps=30, problems=["zdt1", "zdt2", "fonseca-fleming"], nsga_pop=100, nsga_gen=200),
 }
-LR_GRID = (0.3, 0.1)
+LR_GRID = (1.0, 0.3, 0.1)
 DIGITS_LR = 0.1
+LR_LAMBDA = 0.05
+LR_Y = 0.3  # lr_y (alpha + smoothness) < 1: y does not overshoot (0.5 on the quadratics made lambda flip between vertices)
 ALPHA = 1.0
 B_METHODS = ("ParetoM3", "EPO", "PMTL", "PNG", "LS")
 A_METHODS = ("ParetoM3", "PNG", "MGDA", "LS")
@@ -101,7 +103,7 @@ def _make(method, mod, obj, ray, lr, rays=None, index=None, steps=None, target=N
     m = len(ray) if ray is not None else 3
     pref = TargetPoint(target) if target is not None else Ray(ray)
     if method == "ParetoM3":
-        return ParetoM3(mod, obj, pref, gamma=10.0, alpha=ALPHA, lr=lr, lr_y=0.5, lr_lambda=0.05)
+        return ParetoM3(mod, obj, pref, gamma=10.0, alpha=ALPHA, lr=lr, lr_y=LR_Y, lr_lambda=LR_LAMBDA)
     if method == "EPO":
         return EPO(mod, obj, ray, lr=lr)
     if method == "PMTL":
@@ -146,7 +148,7 @@ class ConvexTask:
 
 
 SCHED_A = (10.0, 1000.0, 0.5)
-SCHED_B = (0.1, 10.0, 0.7)
+SCHED_B = (1.0, 10.0, 0.7)
 
 
 def _convex_instance(seed):
@@ -388,7 +390,7 @@ def run_cost(t: CostTask) -> dict:
 def run(ctx: RunContext) -> None:
     size = SIZES[ctx.quick]
     ctx.config.update(size, lr_grid=list(LR_GRID), digits_lr=DIGITS_LR, alpha=ALPHA,
-                      paretom3=dict(schedule_a=list(SCHED_A), schedule_b=list(SCHED_B), lr_y=0.5, lr_lambda=0.05,
+                      paretom3=dict(schedule_a=list(SCHED_A), schedule_b=list(SCHED_B), lr_y=LR_Y, lr_lambda=LR_LAMBDA,
                                     lr_t="lr / max(1, gamma_t * alpha)", digits=dict(gamma=1.0, lr_y=DIGITS_LR)),
                       baselines=dict(epo_eps=1e-4, png=dict(alpha=0.5, e=1e-3), pmtl_eps=1e-3))
     seeds = [ctx.seed * 100 + s for s in range(size["seeds"])]
