@@ -1,0 +1,159 @@
+"""Cache rules: how each decoding step obtains the current block's logits, reusing K/V where the rule allows.
+
+A rule's ``step(model, x, key_mask, s, e, block_start)`` returns the block's logits (B, e−s, V), its
+last-layer hidden states (B, e−s, d) and the number of positions recomputed (per row; times the number of
+layers it is the hardware-independent cost). ``after_commit(changed)`` tells it which positions received a
+token. All K/V live in a :class:`~neurips26.dllm.kvcache.DiffusionKVCache`.
+
+* :class:`NoCache` — full forward every step (LLaDA).
+* :class:`PrefixCache`, :class:`DualCache` — Fast-dLLM: full recompute at each block start; inside the block
+  recompute block+suffix (prefix cached) or only the block (prefix and suffix cached).
+* :class:`PolestarCache` — Polestar-Cache: drift per position and layer → refresh K/V only at stale positions.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .._checks import check_real
+from .kvcache import DiffusionKVCache
+from .model import forward
+
+__all__ = ["CacheRule", "NoCache", "PrefixCache", "DualCache", "PolestarCache", "DiffusionKVCache"]
+
+
+def _num_layers(model) -> int:
+    return int(model.config.num_hidden_layers)
+
+
+def _out(out, s, e):
+    hs = out.hidden_states[-1] if out.hidden_states is not None else None
+    return out.logits, hs
+
+
+class CacheRule:
+    """Base class: ``start(model, x, key_mask)`` at the start of a sequence, ``step`` at every step."""
+
+    uses_cache = True
+
+    def start(self, model, x, key_mask) -> None:
+        self.cache = DiffusionKVCache(_num_layers(model)) if self.uses_cache else None
+
+    def step(self, model, x, key_mask, s, e, block_start):
+        raise NotImplementedError
+
+    def after_commit(self, changed: torch.Tensor) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v}" for k, v in vars(self).items() if not k.startswith("_") and k != "cache")
+        return f"{type(self).__name__}({args})"
+
+
+class NoCache(CacheRule):
+    """Full forward over the whole sequence at every step (works with any HF masked LM)."""
+
+    uses_cache = False
+
+    def step(self, model, x, key_mask, s, e, block_start):
+        out = forward(model, x, key_mask=key_mask, hidden_states=True)
+        logits, hs = _out(out, s, e)
+        return logits[:, s:e], hs[:, s:e], x.shape[1]
+
+
+class _BlockCache(CacheRule):
+    reuse_suffix = True
+
+    def step(self, model, x, key_mask, s, e, block_start):
+        N = x.shape[1]
+        if block_start:
+            out = forward(model, x, key_mask=key_mask, cache=self.cache, hidden_states=True)
+            logits, hs = _out(out, s, e)
+            return logits[:, s:e], hs[:, s:e], N
+        stop = e if self.reuse_suffix else N
+        pos = torch.arange(s, stop, device=x.device)
+        out = forward(model, x[:, s:stop], key_mask=key_mask, positions=pos, cache=self.cache, hidden_states=True)
+        logits, hs = _out(out, s, e)
+        return logits[:, :e - s], hs[:, :e - s], stop - s
+
+
+class PrefixCache(_BlockCache):
+    """Fast-dLLM prefix cache: full forward at each block start; then the prefix's K/V are reused and the
+    block and everything after it are recomputed."""
+
+    reuse_suffix = False
+
+
+class DualCache(_BlockCache):
+    """Fast-dLLM dual cache: full forward at each block start; then only the block is recomputed, attending
+    to the cached prefix and suffix K/V (the block's K/V are written at its positions)."""
+
+
+class PolestarCache(CacheRule):
+    """Polestar-Cache: sparse K/V refresh at stale positions, stale judged by drift per position and layer.
+
+    After a position p is computed at layer l, its attention row a_l(p, ·) is kept. When tokens commit at a
+    set C of positions, the representation of p at layer l drifts in proportion to the attention it pays
+    to them; the estimate d_l(p) += Σ_{j∈C} a_l(p, j) accumulates until p is recomputed. At each step the
+    forward covers the current block, every position whose token changed since it was last computed, and the
+    stale positions max_l d_l(p) > ``threshold``; all other positions keep their cached K/V. The first step is a
+    full forward. ``threshold = 0`` refreshes everything at every step: the full-recompute path (NoCache's
+    forward, bit for bit). Batched rows share one position set (the union)."""
+
+    def __init__(self, threshold: float = 0.1):
+        self.threshold = check_real("threshold", threshold, low=0.0, high=1.0)
+
+    def start(self, model, x, key_mask):
+        super().start(model, x, key_mask)
+        B, N = x.shape
+        L = _num_layers(model)
+        self._key_mask = key_mask
+        self._att = torch.zeros((L, B, N, N), dtype=torch.float32, device=x.device)
+        self._drift = torch.zeros((L, B, N), dtype=torch.float32, device=x.device)
+        self._dirty = torch.zeros((B, N), dtype=torch.bool, device=x.device)
+        self._started = False
+
+    def _record(self, rec, pos):
+        for l, probs in rec.items():
+            if pos is None:
+                self._att[l] = probs.float()
+                self._drift[l] = 0
+            else:
+                self._att[l][:, pos] = probs.float()
+                self._drift[l][:, pos] = 0
+
+    def stale(self) -> torch.Tensor:
+        """(B, N) positions whose estimated drift exceeds the threshold or whose token changed."""
+        return ((self._drift.amax(0) > self.threshold) | self._dirty) & self._key_mask
+
+    def step(self, model, x, key_mask, s, e, block_start):
+        N = x.shape[1]
+        if self.threshold == 0.0:  # full recompute: exactly NoCache's forward
+            out = forward(model, x, key_mask=key_mask, hidden_states=True)
+            logits, hs = _out(out, s, e)
+            return logits[:, s:e], hs[:, s:e], N
+        if not self._started:
+            rec = {}
+            out = forward(model, x, key_mask=key_mask, cache=self.cache, record=rec, hidden_states=True)
+            self._record(rec, None)
+            self._dirty.zero_()
+            self._started = True
+            logits, hs = _out(out, s, e)
+            return logits[:, s:e], hs[:, s:e], N
+        sel = self.stale().any(0)
+        sel[s:e] = True
+        pos = sel.nonzero().squeeze(1)
+        rec = {}
+        out = forward(model, x[:, pos], key_mask=key_mask, positions=pos, cache=self.cache, record=rec,
+                      hidden_states=True)
+        self._record(rec, pos)
+        self._dirty[:, pos] = False
+        blk = (pos >= s) & (pos < e)
+        logits, hs = _out(out, s, e)
+        return logits[:, blk], hs[:, blk], int(pos.numel())
+
+    def after_commit(self, changed):
+        if self.threshold == 0.0 or not changed.any():
+            return
+        self._dirty |= changed
+        self._drift += (self._att * changed[None, :, None, :].float()).sum(-1)
