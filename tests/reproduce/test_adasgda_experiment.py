@@ -10,7 +10,8 @@ from neurips26.reproduce import run_experiment
 def test_adasgda_experiment_contract_and_determinism(monkeypatch, tmp_path):
     monkeypatch.setitem(exp_mod.SIZES, True, dict(m=4, n=3, calls=60, seeds=2, det_seeds=1, etas=[0.1, 1.0, 10.0],
                                                   noise=0.5, dro_calls=6, dro_etas=[0.1, 1.0], dro_seeds=1,
-                                                  grid=[0.1, 1.0], grid_calls=30))
+                                                  grid=[0.1, 1.0], grid_calls=30,
+                                                  gan=dict(calls=4, etas=[0.1, 1.0], seeds=1)))
     exp = reproduce.get("adasgda")
     a = run_experiment(exp, tmp_path / "a", seed=1, quick=True)
     b = run_experiment(exp, tmp_path / "b", seed=1, quick=True)
@@ -20,6 +21,12 @@ def test_adasgda_experiment_contract_and_determinism(monkeypatch, tmp_path):
     assert len(a["claims"]) == 6
     assert a["claims"][0]["ours"] == m["stochastic_decades"]["AdaSGDA"]
     assert a["claims"][0]["holds"] == (m["stochastic_decades"]["AdaSGDA"] >= 4.0)
+    assert set(m["gan"]) == set(exp_mod.METHODS)
+    for v in m["gan"].values():
+        assert v["best_eta"] in (0.1, 1.0) and len(v["per_eta"]) == 2
+        assert v["mmd2_eta1"] == "diverged" or 0.0 <= v["mmd2_eta1"] <= 2.0
+    report = (tmp_path / "a" / "adasgda" / "report.md").read_text()
+    assert "WGAN-GP on 8 Gaussians" in report
     for png in ("grad_phi_vs_calls.png", "eta_robustness.png", "stepsize_ratio.png", "sensitivity_map.png"):
         assert (tmp_path / "a" / "adasgda" / png).exists()
 
@@ -30,3 +37,17 @@ def test_robust_decades_counts_the_longest_run_within_10x():
     assert exp_mod.robust_decades(etas, [1.0, 1.0, 100.0, 1.0, 1.0]) == 1.0
     assert exp_mod.robust_decades(etas, [None] * 5) == 0.0
     assert math.isclose(exp_mod.robust_decades([1e-3, 10 ** -2.5, 1e-2], [1, 2, 3]), 1.0)
+
+
+def test_gan_quality_counts_modes_and_mmd():
+    import torch
+
+    centres = exp_mod.gan_centres()
+    gen = torch.Generator().manual_seed(0)
+    real = exp_mod.gan_real(4000, gen)
+    q = exp_mod.gan_quality(exp_mod.gan_real(4000, gen), real)
+    assert q["modes"] == 8 and q["high_quality"] > 0.98 and q["mmd2"] < 1e-3  # the data itself
+    collapsed = exp_mod.gan_quality(centres[[3]].repeat(4000, 1), real)
+    assert collapsed["modes"] == 1 and collapsed["high_quality"] == 1.0 and collapsed["mmd2"] > 0.1
+    far = exp_mod.gan_quality(torch.zeros(4000, 2), real)  # the origin, 2 from every centre
+    assert far["modes"] == 0 and far["high_quality"] == 0.0
