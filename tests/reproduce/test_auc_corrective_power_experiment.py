@@ -12,7 +12,8 @@ from neurips26.reproduce import run_experiment
 from neurips26.reproduce._wordnet import wordnet_available
 
 TINY = dict(tasks=["breast_cancer5"], models=["mlp"], seeds=2, epochs=2, warmup=1, lrs=[1e-2], text=["noun.animal"],
-            text_n=60, text_len=8, text_layers=1, text_epochs=2, text_warmup=1, text_lrs=[2e-3], batch_size=16)
+            text_n=60, text_len=8, text_layers=1, text_epochs=2, text_warmup=1, text_lrs=[2e-3], batch_size=16,
+            text_encoders=["lora", "scratch", "distilbert"])
 
 
 def test_auc_experiment_contract(monkeypatch, tmp_path):
@@ -36,6 +37,8 @@ def test_auc_experiment_contract(monkeypatch, tmp_path):
     if wordnet_available():
         t = m["text_auc"]
         assert c["ours"] == t["lora/gain"]["mean"] and c["baseline"] == t["scratch/gain"]["mean"]
+        assert set(t) == {f"{e}/{k}" for e in TINY["text_encoders"] for k in ("sq_hinge", "ce→sq_hinge", "gain")}
+        assert "| distilbert |" in (tmp_path / "auc-corrective-power" / "report.md").read_text()
         assert t["lora/gain"]["per_seed"][0] == pytest.approx(
             t["lora/ce→sq_hinge"]["per_seed"][0] - t["lora/sq_hinge"]["per_seed"][0])
     else:
@@ -52,3 +55,15 @@ def test_auc_run_is_deterministic():
     assert a == b
     assert 0 <= a["test_auc"] <= 1 and a["n_pos_train"] >= 3 and len(a["curve"]) == 2
     assert all(math.isfinite(v) for v in a["losses"])
+
+
+def test_text_encoders_score_a_batch():
+    import torch
+
+    x = torch.stack([torch.randint(0, 1000, (3, 8)), torch.ones(3, 8, dtype=torch.long)], 1)
+    for enc in ("lora", "scratch", "distilbert"):
+        torch.manual_seed(0)
+        model = exp_mod._text_model(enc, 1)
+        assert model(x).shape == (3, 1), enc
+    with pytest.raises(ValueError, match="encoder"):
+        exp_mod._text_model("qwen", 1)
