@@ -24,7 +24,8 @@ __all__ = ["DecodeResult", "decode"]
 @dataclass
 class DecodeResult:
     """``tokens`` (B, gen_length); ``nfe`` forwards; ``tokens_per_forward`` = gen_length / nfe;
-    ``positions_recomputed`` = Σ over forwards of positions recomputed (per row); ``cost_per_token`` =
+    ``row_nfe`` (B,) forwards in which each row still had a mask (gen_length / row_nfe is that row's
+    tokens per forward in a batch); ``positions_recomputed`` = Σ over forwards of positions recomputed (per row); ``cost_per_token`` =
     positions × layers recomputed per generated token; ``wall_s``; ``trace``: per step (block, #committed,
     #recomputed) when asked."""
 
@@ -35,6 +36,7 @@ class DecodeResult:
     cost_per_token: float
     wall_s: float
     trace: list = field(default_factory=list)
+    row_nfe: torch.Tensor | None = None  # (B,) forwards in which each row still had a mask
 
 
 def _check(model, prompt_ids, prompt_mask, gen_length, block_length, commit, cache, mask_id):
@@ -83,6 +85,7 @@ def decode(model, prompt_ids: torch.Tensor, *, gen_length: int, block_length: in
     key_mask = torch.cat([pm, torch.ones((B, gen_length), dtype=torch.bool, device=dev)], 1)
     cache.start(model, x, key_mask)
     nfe, recomputed, steps = 0, 0, []
+    row_nfe = torch.zeros(B, dtype=torch.long, device=dev)
     for nb in range(gen_length // block_length):
         s = Lp + nb * block_length
         e = s + block_length
@@ -107,6 +110,7 @@ def decode(model, prompt_ids: torch.Tensor, *, gen_length: int, block_length: in
             changed[:, s:e] = transfer
             cache.after_commit(changed)
             nfe += 1
+            row_nfe += mask.any(1)
             recomputed += n
             if trace:
                 steps.append((nb, int(transfer.sum()), n))
@@ -114,4 +118,4 @@ def decode(model, prompt_ids: torch.Tensor, *, gen_length: int, block_length: in
     L = int(model.config.num_hidden_layers)
     return DecodeResult(tokens=x[:, Lp:], nfe=nfe, tokens_per_forward=gen_length / nfe,
                         positions_recomputed=recomputed, cost_per_token=recomputed * L / gen_length,
-                        wall_s=time.perf_counter() - t0, trace=steps)
+                        wall_s=time.perf_counter() - t0, trace=steps, row_nfe=row_nfe)

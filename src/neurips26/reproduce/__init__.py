@@ -158,3 +158,11 @@ register(
         target="neurips26.reproduce.pace:run",
     )
 )
+register(
+    Experiment(
+        slug="polestar",
+        paper="Polestar: drift-guided sparse KV refresh and token commit for masked-diffusion LMs",
+        summary="A small CPU-trained bidirectional Llama dLLM (LLaDA SFT, generated exact-match tasks): LLaDA low-confidence, Fast-dLLM threshold/factor + dual cache, Polestar-Cache, Polestar-Commit and both, swept over their knobs: accuracy vs tokens/forward and positions x layers recomputed.",
+        target="neurips26.reproduce.polestar:run",
+    )
+)
