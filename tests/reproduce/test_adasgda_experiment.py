@@ -37,6 +37,9 @@ def test_robust_decades_counts_the_longest_run_within_10x():
     assert exp_mod.robust_decades(etas, [1.0, 1.0, 100.0, 1.0, 1.0]) == 1.0
     assert exp_mod.robust_decades(etas, [None] * 5) == 0.0
     assert math.isclose(exp_mod.robust_decades([1e-3, 10 ** -2.5, 1e-2], [1, 2, 3]), 1.0)
+    # below the floor every value ties with the best
+    assert exp_mod.robust_decades(etas, [1e-30, 1e-90, 1e-12, 1e-3, None]) == 0.0
+    assert exp_mod.robust_decades(etas, [1e-30, 1e-90, 1e-12, 1e-3, None], floor=1e-8) == 2.0
 
 
 def test_gan_quality_counts_modes_and_mmd():
