@@ -283,3 +283,18 @@ def test_bad_input(model):
         decode(model, p, gen_length=8, block_length=4, commit="threshold", mask_id=MASK)
     with pytest.raises(TypeError, match="integer torch.Tensor"):
         decode(model, p.float(), gen_length=8, block_length=4, **kw)
+
+
+def test_calibrate_meets_the_budget_and_drift_trace_shape(model):
+    from neurips26.dllm import drift_trace
+
+    p = prompts(n=2, length=6, seed=7)
+    kw = dict(gen_length=16, block_length=4, mask_id=MASK)
+    cache, frac = PolestarCache.calibrate(model, p, budget=0.6, commit=lambda: LowConfidence(4), **kw)
+    assert frac <= 0.6 and 0.0 < cache.threshold <= 1.0
+    r = decode(model, p, commit=LowConfidence(4), cache=PolestarCache(cache.threshold), **kw)
+    assert np.isclose(r.positions_recomputed / (r.nfe * 22), frac)
+    tr = drift_trace(model, p, commit=LowConfidence(4), threshold=0.2, **kw)
+    assert tr.shape == (16, TINY.num_layers, 2, 22) and (tr >= 0).all()
+    with pytest.raises(ValueError, match="budget must be"):
+        PolestarCache.calibrate(model, p, budget=0.0, commit=lambda: LowConfidence(4), **kw)

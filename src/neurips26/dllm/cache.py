@@ -19,7 +19,7 @@ from .._checks import check_real
 from .kvcache import DiffusionKVCache
 from .model import forward
 
-__all__ = ["CacheRule", "NoCache", "PrefixCache", "DualCache", "PolestarCache", "DiffusionKVCache"]
+__all__ = ["CacheRule", "NoCache", "PrefixCache", "DualCache", "PolestarCache", "DiffusionKVCache", "drift_trace"]
 
 
 def _num_layers(model) -> int:
@@ -100,8 +100,36 @@ class PolestarCache(CacheRule):
     full forward. ``threshold = 0`` refreshes everything at every step: the full-recompute path (NoCache's
     forward, bit for bit). Batched rows share one position set (the union)."""
 
-    def __init__(self, threshold: float = 0.1):
+    def __init__(self, threshold: float = 0.1, keep_trace: bool = False):
         self.threshold = check_real("threshold", threshold, low=0.0, high=1.0)
+        self.keep_trace = bool(keep_trace)
+        self.trace: list[torch.Tensor] = []
+
+    @classmethod
+    def calibrate(cls, model, prompt_ids: torch.Tensor, *, budget: float = 0.25, gen_length: int, block_length: int,
+                  commit, mask_id: int, prompt_mask: torch.Tensor | None = None,
+                  grid=(0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)) -> tuple["PolestarCache", float]:
+        """The smallest drift threshold in ``grid`` whose refresh fraction (positions recomputed over positions
+        a full recompute would touch, on these calibration prompts) is ≤ ``budget``; returns (the cache rule, the
+        fraction it reached). When no threshold meets the budget (the current block alone costs more), the
+        largest threshold is returned with its fraction. ``commit`` is a zero-argument factory of the commit rule."""
+        from .decode import decode
+
+        budget = check_real("budget", budget, low=0.0, low_open=True, high=1.0)
+        if not callable(commit):
+            raise TypeError("commit must be a zero-argument factory of a CommitRule, e.g. lambda: Threshold(0.9)")
+        grid = sorted(check_real("grid value", g, low=0.0, high=1.0) for g in grid)
+        if not grid:
+            raise ValueError("grid must hold at least one threshold in [0, 1]")
+        N = prompt_ids.shape[1] + gen_length
+        frac = 1.0
+        for t in grid:
+            r = decode(model, prompt_ids, prompt_mask=prompt_mask, gen_length=gen_length, block_length=block_length,
+                       commit=commit(), cache=cls(t), mask_id=mask_id)
+            frac = r.positions_recomputed / (r.nfe * N)
+            if frac <= budget:
+                return cls(t), frac
+        return cls(grid[-1]), frac
 
     def start(self, model, x, key_mask):
         super().start(model, x, key_mask)
@@ -112,6 +140,7 @@ class PolestarCache(CacheRule):
         self._drift = torch.zeros((L, B, N), dtype=torch.float32, device=x.device)
         self._dirty = torch.zeros((B, N), dtype=torch.bool, device=x.device)
         self._started = False
+        self.trace = []
 
     def _record(self, rec, pos):
         for l, probs in rec.items():
@@ -157,3 +186,20 @@ class PolestarCache(CacheRule):
             return
         self._dirty |= changed
         self._drift += (self._att * changed[None, :, None, :].float()).sum(-1)
+        if self.keep_trace:
+            self.trace.append(self._drift.clone())
+
+
+def drift_trace(model, prompt_ids: torch.Tensor, *, gen_length: int, block_length: int, commit, mask_id: int,
+                threshold: float = 0.2, prompt_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Polestar's estimated drift per step, layer and position while decoding ``prompt_ids`` with
+    ``PolestarCache(threshold)``: a (steps, L, B, N) tensor (after each commit, before the next refresh) to plot
+    and to choose the threshold from."""
+    from .decode import decode
+
+    cache = PolestarCache(threshold, keep_trace=True)
+    if cache.threshold == 0.0:
+        raise ValueError("threshold 0 refreshes everything and keeps no drift; use a threshold in (0, 1]")
+    decode(model, prompt_ids, prompt_mask=prompt_mask, gen_length=gen_length, block_length=block_length,
+           commit=commit, cache=cache, mask_id=mask_id)
+    return torch.stack(cache.trace)
