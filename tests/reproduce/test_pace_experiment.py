@@ -29,7 +29,7 @@ def test_pace_contract_and_determinism(monkeypatch, tmp_path):
     monkeypatch.setitem(exp_mod.SIZES, True, dict(
         families=[["tsp", 20, ["tsp"], 3], ["rb", "small", ["mis", "mvc"], 3], ["cvrp", 20, ["cvrp"], 2],
                   ["atsp", 12, ["atsp"], 2], ["ba", "20-30", ["maxcut"], 1]],
-        budgets=[1, 4], depth=3, width=2, elkai_long=2, cpsat_s=0.5, chils_s=0.05, pyvrp_long_s=0.1, routing_s=0.05))
+        arms={"learned": 1.0, "learned_argmax": 0.0, "random": -1.0}, budgets=[1, 4], depth=3, width=2, elkai_long=2, cpsat_s=0.5, chils_s=0.05, pyvrp_long_s=0.1, routing_s=0.05))
     exp = reproduce.get("pace")
     a = run_experiment(exp, tmp_path / "a", seed=1, quick=True)
     b = run_experiment(exp, tmp_path / "b", seed=1, quick=True)
@@ -50,9 +50,14 @@ def test_pace_contract_and_determinism(monkeypatch, tmp_path):
     claims = a["claims"]
     assert len(claims) >= 2 * 3 + 2 and all(c["holds"] in (True, False, None) for c in claims)
     # the learned-vs-random verdict is the stated rule applied to the recorded p-value
-    lv = m["tsp-20/learned_vs_random"]
-    c = next(c for c in claims if c["claim"].startswith("TSP-20: the learned ranker"))
-    assert c["ours"] == lv["learned_gap"] and (c["holds"] is None or c["holds"] == (lv["p"] < exp_mod.ALPHA))
+    for suffix, how in (("", "T = 1"), ("_argmax", "T = 0")):
+        lv = m[f"tsp-20/learned_vs_random{suffix}"]
+        c = next(c for c in claims if c["claim"].startswith("TSP-20: the learned ranker") and how in c["claim"])
+        assert c["ours"] == lv["learned_gap"] and (c["holds"] is None or c["holds"] == (lv["p"] < exp_mod.ALPHA))
+    # MVC's PACE runs are MIS's, complemented: cover + set = n on every instance and budget
+    for arm in ("learned", "random"):
+        assert np.allclose(np.array(m["mvc-small/pace"][arm]["cost"]) - np.array(m["mis-small/pace"][arm]["cost"]),
+                           m["mvc-small/pace"][arm]["cost"][0] - m["mis-small/pace"][arm]["cost"][0])
     goal = next(c for c in claims if c["claim"].startswith("MIS RB-small") and "within 3.0%" in c["claim"])
     assert goal["holds"] == (goal["ours"] <= 3.0) and np.isfinite(goal["ours"])
     out = tmp_path / "a" / "pace"

@@ -27,7 +27,7 @@ RECIPES = {
     "tsp": dict(n=50, instances=128, states=12, epochs=12, seed=0),
     "atsp": dict(n=50, instances=64, states=12, epochs=12, seed=0),
     "cvrp": dict(n=50, instances=48, states=12, epochs=12, seed=0, pyvrp_s=0.5),
-    "mis": dict(size="small", instances=32, states=16, epochs=12, seed=0, chils_s=0.2),
+    "mis": dict(size="small", instances=32, states=8, epochs=12, seed=0, chils_s=0.2),
     "maxcut": dict(n_range=(60, 80), instances=32, states=16, epochs=12, seed=0, cpsat_s=2.0),
 }
 _SHARED = {"tsp": "tsp", "atsp": "atsp", "cvrp": "cvrp", "mis": "mis", "mvc": "mis", "mcl": "mis", "maxcut": "maxcut"}

@@ -44,10 +44,13 @@ class PaceSolver:
     ``scores(features, rng) -> (m,)`` (an :class:`EditRanker`, :class:`RandomRanker`);
     elite: pool size k; destroy: fraction of the units freed per refinement round (at least 2);
     neighbourhood: "local" (the task's block) or "random" (rlns.RandomBlock); explore:
-    probability of starting a round from a random elite instead of the best."""
+    probability of starting a round from a random elite instead of the best; temperature: 0 commits
+    the top-ranked edit, T > 0 draws the committed edit from softmax(scores / T) (the expanded
+    ``width`` are the drawn edit and the best-ranked others), so refinement rounds that restart from
+    the same elite do not repeat the same trajectory."""
 
     def __init__(self, task, ranker, elite: int = 4, destroy: float = 0.2, neighbourhood: str = "local",
-                 explore: float = 0.2):
+                 explore: float = 0.2, temperature: float = 0.0):
         if not hasattr(ranker, "scores"):
             raise TypeError(f"ranker must have a scores(features, rng) method, got {type(ranker).__name__}")
         for attr in ("empty_state", "candidates", "transition", "complete", "cost", "is_feasible", "destroy"):
@@ -59,6 +62,7 @@ class PaceSolver:
         self.elite = check_int("elite", elite, 1)
         self.destroy = check_real("destroy", destroy, low=0.0, low_open=True, high=1.0)
         self.explore = check_real("explore", explore, low=0.0, high=1.0)
+        self.temperature = check_real("temperature", temperature, low=0.0)
         self.neighbourhood = neighbourhood
 
     def solve(self, instance, budget: Budget | None = None, seed: int = 0, init: Any = None,
@@ -103,7 +107,12 @@ class PaceSolver:
                 if not len(edits):
                     break
                 s = self.ranker.scores(task.features(state, edits), rng)
-                order = np.argsort(-s, kind="stable")[: budget.width]
+                order = np.argsort(-s, kind="stable")
+                if self.temperature > 0:  # one draw per step, whatever the width: nondegradation in width holds
+                    z = np.exp((s - s.max()) / self.temperature)
+                    pick = int(rng.choice(len(s), p=z / z.sum()))
+                    order = np.concatenate([[pick], order[order != pick]])
+                order = order[: budget.width]
                 children = [task.transition(state, edits[k]) for k in order]
                 stats["edits"] += len(children)
                 for child in children:
