@@ -63,3 +63,30 @@ def test_modules_and_errors(model):
     no_pool = SentenceTransformer(modules=[model[0]], device="cpu")
     with pytest.raises(ValueError, match="pooling"):
         raw_embeddings(no_pool, ["dog"])
+
+
+def test_norm_confidence_fit_search_save(model, tmp_path):
+    import numpy as np
+
+    from neurips26.embeddings import NormConfidence
+
+    animals = ["dog", "cat", "horse", "cow", "sheep", "goat", "mouse", "lion", "tiger", "bear", "wolf", "fox"]
+    docs = [f"the {a} is an animal that lives on a farm or in the wild" for a in animals] + [
+        "a vehicle with four wheels", "a tool for cutting wood", "a device that shows the time"]
+    queries = [f"I saw a {a} yesterday" for a in animals] + ["my car broke down", "he sharpened the saw",
+                                                            "the clock struck noon", "what a nice day"]
+    rel = np.array(list(range(12)) + [12, 13, 14, 0])
+    conf = NormConfidence.from_model(model).fit(queries, docs, rel)
+    hits = conf.search(queries, docs, top_k=3)
+    assert hits.indices.shape == (16, 3) and hits.cosines.shape == (16, 3) and hits.confidence.shape == (16,)
+    assert ((hits.confidence >= 0) & (hits.confidence <= 1)).all()
+    assert (np.diff(hits.cosines, axis=1) <= 1e-7).all()  # sorted
+    conf.save(tmp_path)
+    again = NormConfidence.from_model(model, tmp_path)
+    np.testing.assert_array_equal(again.search(queries, docs).confidence, hits.confidence)
+    with pytest.raises(RuntimeError, match="calibrator"):
+        NormConfidence.from_model(model).search(queries, docs)
+    with pytest.raises(ValueError, match="relevant"):
+        NormConfidence(model).fit(queries, docs, rel[:3])
+    with pytest.raises(ValueError, match="outside"):
+        NormConfidence(model).fit(queries, docs, rel + 100)

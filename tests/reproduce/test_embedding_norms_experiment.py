@@ -35,7 +35,7 @@ def test_embedding_norms_contract(monkeypatch, tmp_path):
     if have:
         assert m["wordnet/n_words"] == 60
         assert set(m["retrieval/per_confidence"]) == {"cosine", "margin", "softmax", "cosine+margin+softmax",
-                                                     "norms (ours)"}
+                                                     "norms (ours)", "norms + interaction"}
         assert all(0 <= v["ece"] <= 1 and 0 <= v["auroc"] <= 1 for v in m["retrieval/per_confidence"].values())
         assert (out / "reliability.png").exists() and (out / "minilm_norm_vs_depth_frequency.png").exists()
         assert all(c["holds"] is not None for c in a["claims"])
