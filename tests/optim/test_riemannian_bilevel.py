@@ -42,12 +42,16 @@ def test_clipped_solve_equals_dense_eigendecomposition(name, mode):
     ref = U @ ((U.T @ b) / spectral_clip(lam, delta, mode))
     sol = clipped_solve(lambda u: H @ u, b, delta, krylov=len(b), mode=mode)
     assert float((sol.v - ref).norm() / ref.norm()) < 1e-10
-    assert sol.residual <= 1e-12
+    # 1e-12, or the float64 floor of evaluating H v at all (eps·‖H‖‖v‖/‖b‖: 2.6e-12 for the spectrum up to 1e3,
+    # where the dense H_δ v − b of the reference itself measures 2e-12)
+    floor = torch.finfo(DT).eps * float(torch.linalg.matrix_norm(H, 2) * sol.v.norm() / b.norm())
+    tol = max(1e-12, 4 * floor)
+    assert sol.residual <= tol
     # The clipped count: eigenvalues the clipping moves (repeated zeros count once: Krylov sees one per eigenspace).
     moved = (spectral_clip(lam, delta, mode) != lam)
     assert sol.n_clipped == len(set(np.round(lam[moved].numpy(), 12)))
     H_delta = U @ torch.diag(spectral_clip(lam, delta, mode)) @ U.T
-    assert float((H_delta @ sol.v - b).norm() / b.norm()) < 1e-12
+    assert float((H_delta @ sol.v - b).norm() / b.norm()) <= tol
 
 
 def test_clipped_solve_residual_flags_a_short_krylov_space():
