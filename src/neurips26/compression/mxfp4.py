@@ -25,28 +25,57 @@ has every conversion into E2M1 (which has no Inf) clamp to the largest magnitude
 block gets the largest scale a float32 block can get and its element saturates at ±6
 (FLOOR: 6·2^125 ≈ 2.6e38). Non-finite inputs are not errors: a NaN or ±Inf makes its
 block's scale the NaN code 255 (the specification's rule for MXFP4, whose elements
-encode neither), that block alone decodes to NaN, and W4A8 refuses such tensors. torchao
+encode neither), its elements are stored as 0, that block alone decodes to NaN, and W4A8
+refuses such tensors. torchao
 gives NaN the code 255 too but an Inf block code 253 (FLOOR) or 254 (RCEIL).
 
 MXFP4's range (up to 6·2^127) exceeds float32's: an element that decodes beyond it
 (possible with RCEIL scales near float32's largest value) dequantizes to ±Inf in float32
 and exactly in float64. Empty inputs (a zero dimension) give empty results.
+
+Implementation: the quantizer works on the inputs' bits (float32 and bfloat16 read as they are,
+other dtypes through float32): one integer max per block gives the scale (and spots NaN/Inf).
+Two paths give the same bits. The fused one counts, per element, the block's rounding
+thresholds its magnitude passes, compared as bit patterns (exact: the scaled thresholds are
+float32 values); ``torch.compile`` turns it into one vectorized kernel (the default for tensors
+of 2^22 elements or more where a compiler works; ``impl="compiled"``). The eager one scales
+each block and rounds with integer tricks, op by op in cache-sized chunks (``impl="eager"``, and
+the fallback wherever the compile is unavailable or fails). ``benchmarks/bench_mxfp4.py`` measures both against a
+same-run ``clone()`` and torchao.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from dataclasses import dataclass
 
 import torch
 
-__all__ = ["MXFP4Tensor", "quantize_mxfp4", "fake_quantize_mxfp4", "E2M1_VALUES"]
+__all__ = ["MXFP4Tensor", "quantize_mxfp4", "fake_quantize_mxfp4", "compile_available", "E2M1_VALUES"]
 
 E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 _E2M1_MAX_POW2 = 2
 _NAN_SCALE = 255
 _F32_MAX = torch.finfo(torch.float32).max
+
+
+_DEQUANT: dict = {}
+
+
+def _dequant_tables(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """float32 (256, 2): the two E2M1 values of each packed byte; float32 (256,): 2^(c−127) for
+    each scale code c, NaN for 255 (2^−127 is a float32 subnormal, exact)."""
+    key = str(device)
+    if key not in _DEQUANT:
+        grid = torch.tensor(E2M1_VALUES + tuple(-v for v in E2M1_VALUES), dtype=torch.float32)
+        byte = torch.arange(256)
+        pair = torch.stack([grid[byte & 0xF], grid[byte >> 4]], dim=1)
+        scale = torch.exp2(torch.arange(256, dtype=torch.float64) - 127).to(torch.float32)
+        scale[_NAN_SCALE] = torch.nan
+        _DEQUANT[key] = (pair.to(device), scale.to(device))
+    return _DEQUANT[key]
 
 
 @dataclass(frozen=True)
@@ -99,47 +128,171 @@ class MXFP4Tensor:
         elements of a block with the NaN scale code 255."""
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
-        codes = self.codes()
-        grid = torch.tensor(E2M1_VALUES, dtype=torch.float64, device=codes.device)
-        mag = grid[(codes & 0x7).long()]
-        vals = torch.where((codes & 0x8).bool(), -mag, mag)
-        exps = self.scales.to(torch.float64) - 127.0
-        scale = torch.where(self.scales == _NAN_SCALE, torch.nan, torch.exp2(exps))
-        out = (vals.reshape(*vals.shape[:-1], self.scales.shape[-1], self.block) * scale[..., None]).reshape(vals.shape)
+        if dtype == torch.float64:  # float64 holds every MXFP4 value (up to 6·2^127) exactly
+            codes = self.codes()
+            grid = torch.tensor(E2M1_VALUES, dtype=torch.float64, device=codes.device)
+            mag = grid[(codes & 0x7).long()]
+            vals = torch.where((codes & 0x8).bool(), -mag, mag)
+            exps = self.scales.to(torch.float64) - 127.0
+            scale = torch.where(self.scales == _NAN_SCALE, torch.nan, torch.exp2(exps))
+        else:
+            # float32 products of an E2M1 value (two significant bits) and a power of two are exact
+            # down to 2^-128 and overflow to ±Inf exactly where the float64 value leaves float32's
+            # range, so one rounding to ``dtype`` afterwards gives what float64 would
+            pair, scale_of = _dequant_tables(self.packed.device)
+            vals = pair[self.packed.long()]  # (..., bytes, 2): low nibble first
+            scale = scale_of[self.scales.long()]
+        out = (vals.reshape(*self.scales.shape, self.block) * scale[..., None]).reshape(
+            *self.scales.shape[:-1], self.scales.shape[-1] * self.block)
         return out[..., : self.shape[-1]].to(dtype)
 
 
-def _floor_log2(a: torch.Tensor) -> torch.Tensor:
-    """⌊log₂ a⌋ of positive finite float32 values from their bits (normal and subnormal)."""
-    mantissa, exponent = torch.frexp(a)  # a = m · 2^E, m ∈ [0.5, 1)
-    return exponent.to(torch.int32) - 1, mantissa
+# --- the fused quantizer ------------------------------------------------------------------------
+#
+# Everything works on the inputs' bits. For non-negative floats the integer order of the bit
+# patterns is the float order, and NaN > +Inf > every finite value, so one integer max per block
+# gives amax, tells non-finite blocks apart and needs no NaN handling. The E2M1 code of an element
+# is the number of rounding thresholds its magnitude passes; the thresholds, scaled by the block's
+# power of two, are exact float32 values (at most three significant bits, the smallest 2^-129), so
+# comparing their bit patterns with the magnitude's bits is exact.
+
+# E2M1 rounding thresholds (midpoints between neighbours) and whether a tie rounds up: ties go to the
+# even code, so 0.75 → 1.0 (code 2), 1.75 → 2.0 (4), 3.5 → 4.0 (6) round up and 0.25, 1.25, 2.5, 5.0 down
+_THRESHOLDS = ((0.25, False), (0.75, True), (1.25, False), (1.75, True), (2.5, False), (3.5, True), (5.0, False))
+_COMPILE_MIN_NUMEL = 1 << 22  # below this the eager path is as fast as a compile is worth
+_EAGER_CHUNK = 1 << 14  # blocks per eager step: the intermediates stay in cache
 
 
-def _scale_codes(amax: torch.Tensor, mode: str) -> torch.Tensor:
-    finite = torch.isfinite(amax)
-    positive = finite & (amax > 0)
-    safe = torch.where(positive, amax, torch.ones_like(amax))
-    if mode == "floor":
-        e = _floor_log2(safe)[0] - _E2M1_MAX_POW2
-    else:  # rceil: ⌈log₂(amax / 6)⌉
-        floor, mantissa = _floor_log2(safe / 6.0)
-        e = floor + (mantissa != 0.5).to(torch.int32)
-    code = (e.clamp(-127, 127) + 127).to(torch.uint8)
-    code = torch.where(positive, code, torch.zeros_like(code))
-    return torch.where(finite, code, torch.full_like(code, _NAN_SCALE))
+def _threshold_table() -> torch.Tensor:
+    """(256, 7) int32: for scale code c, the bit patterns T with |x| > T exactly when x · 2^−(c−127)
+    rounds past the threshold (a tie-up threshold t gives bits(t·2^e) − 1, i.e. |x| ≥ t·2^e). Codes
+    254 and 255 (never a finite block's) get the largest pattern: nothing passes."""
+    e = torch.arange(256, dtype=torch.float64) - 127
+    cols = []
+    for t, up in _THRESHOLDS:
+        bits = (t * torch.exp2(e)).to(torch.float32).view(torch.int32)  # exact: see above
+        cols.append(bits - int(up))
+    table = torch.stack(cols, dim=1)
+    table[254:] = 0x7FFFFFFF
+    return table
 
 
-def _round_e2m1(q: torch.Tensor) -> torch.Tensor:
-    """4-bit codes of the nearest E2M1 values to q (ties to even), saturating at ±6.
+_TABLES: dict = {}
 
-    E2M1 is evenly spaced per binade: steps of 0.5 below 2 (codes 0–4), of 1 in [2, 4]
-    (codes 4–6), of 2 above (codes 6–7). torch.round rounds half to even, and on each
-    segment an even rounded value is an even code, so one round per segment is the
-    specification's round-to-nearest-even."""
-    a = q.abs()
-    code = torch.where(a < 2, torch.round(2 * a), torch.where(a < 4, torch.round(a) + 2, torch.round(a / 2) + 4))
-    code = torch.nan_to_num(code, nan=0.0).clamp_(max=7).to(torch.uint8)
-    return code | (torch.signbit(q).to(torch.uint8) << 3)
+
+def _table_on(device: torch.device) -> torch.Tensor:
+    key = str(device)
+    if key not in _TABLES:
+        _TABLES[key] = _threshold_table().to(device)
+    return _TABLES[key]
+
+
+def _block_codes(amax: torch.Tensor, rceil: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """E8M0 codes (int32) and a finite mask from each block's amax bit pattern (int32, ≥ 0).
+
+    FLOOR: e = ⌊log₂ amax⌋ − 2, clamped to [−127, 127], so code = max(E − 2, 0) with E the biased
+    exponent field (a subnormal amax has E = 0 and code 0). RCEIL: e = ⌈log₂(amax / 6)⌉ from the bits
+    of the float32 quotient d: E_d + (mantissa ≠ 0) for a normal d; a subnormal d = m·2^−149 has
+    ⌈log₂ d⌉ ≥ −126 (code 1) only when m > 2^22, else the clamp gives code 0."""
+    finite = amax < 0x7F800000
+    if rceil:
+        d = (torch.where(finite, amax, 0).view(torch.float32) / 6.0).view(torch.int32)
+        ed, md = d >> 23, d & 0x7FFFFF
+        code = torch.where(ed == 0, (md > 0x400000).to(torch.int32), ed + (md != 0).to(torch.int32))
+    else:
+        code = ((amax >> 23) - _E2M1_MAX_POW2).clamp_min(0)
+    return torch.where(finite, code, _NAN_SCALE), finite
+
+
+def _fused_pairs(v: torch.Tensor, table: torch.Tensor, rceil: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The single-pass form (what ``torch.compile`` fuses): ``v`` (blocks, block/2) holds two
+    elements per integer, float32 pairs as int64 or bfloat16 pairs as int32 (the even element in
+    the low half, as memory holds them). Returns the packed bytes (blocks, block/2) and the scale
+    codes (blocks,), both uint8; a non-finite block's elements are stored as 0."""
+    half = 32 if v.dtype == torch.int64 else 16
+    if half == 32:
+        lo, hi = v & 0x7FFFFFFF, (v >> 32) & 0x7FFFFFFF
+    else:  # a bfloat16's bits are the top half of its float32's
+        lo, hi = (v & 0x7FFF) << 16, ((v >> 16) & 0x7FFF) << 16
+    amax = torch.maximum(lo, hi).amax(dim=-1, keepdim=True).to(torch.int32)
+    code, finite = _block_codes(amax, rceil)
+    ths = table[code.squeeze(-1).long()].to(v.dtype)  # (blocks, 7)
+    el_lo = (lo > ths[:, 0:1]).to(v.dtype)
+    el_hi = (hi > ths[:, 0:1]).to(v.dtype)
+    for k in range(1, len(_THRESHOLDS)):
+        el_lo = el_lo + (lo > ths[:, k:k + 1])
+        el_hi = el_hi + (hi > ths[:, k:k + 1])
+    el_lo = el_lo | ((v >> (half - 4)) & 8)  # the sign bits
+    el_hi = el_hi | ((v >> (2 * half - 4)) & 8)
+    packed = torch.where(finite, el_lo | (el_hi << 4), 0)
+    return packed.to(torch.uint8), code.squeeze(-1).to(torch.uint8)
+
+
+def _eager_blocks(bits: torch.Tensor, rceil: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The eager form, equal to :func:`_fused_pairs` bit for bit and cheaper op by op: ``bits``
+    (blocks, block) int32 float32 patterns or int16 bfloat16 patterns, in chunks that stay in
+    cache. Each block is scaled by 2^−e (a float product, exact unless it falls below 2^−126,
+    where every value rounds to 0 anyway), then rounded: below 1 by adding 2^22 (whose float32
+    neighbours are 0.5 apart, so the sum rounds to the nearest half, ties to even, and its bits
+    count the halves); from 1 on by rounding the bit pattern to one mantissa bit (ties to even),
+    which carries into the exponent as E2M1's own encoding does; saturated at code 7."""
+    nb, block = bits.shape
+    packed = torch.empty(nb, block // 2, dtype=torch.uint8, device=bits.device)
+    codes = torch.empty(nb, dtype=torch.uint8, device=bits.device)
+    for s in range(0, nb, _EAGER_CHUNK):
+        b = bits[s:s + _EAGER_CHUNK]
+        if b.dtype == torch.int16:
+            b = b.to(torch.int32) << 16
+        mag = b & 0x7FFFFFFF
+        code, finite = _block_codes(mag.amax(dim=-1), rceil)
+        inv = torch.where(finite, ((254 - code).clamp_min(1) << 23).view(torch.float32), 0.0)  # 2^−e
+        a = mag.view(torch.float32).mul_(inv[:, None])  # in place: mag now holds a's bits
+        below = (a + 4194304.0).view(torch.int32).sub_(0x4A800000)
+        above = (mag >> 22).bitwise_and_(1).add_(mag).add_(0x1FFFFF).bitwise_right_shift_(22).sub_(252)
+        el = torch.where(a < 1.0, below, above).clamp_(max=7)
+        el |= (b >> 28).bitwise_and_(8)
+        el *= finite[:, None]
+        pairs = el.to(torch.uint8).view(torch.int16)  # (even, odd) bytes, little-endian
+        packed[s:s + _EAGER_CHUNK] = (pairs | (pairs >> 4)).to(torch.uint8)
+        codes[s:s + _EAGER_CHUNK] = code
+    return packed, codes
+
+
+_COMPILED = {"fn": None, "error": None}
+
+
+def _compiled_pairs():
+    """``torch.compile(_fused_pairs)``, made once; None where torch.compile is unavailable or
+    failed before (the eager path then gives the same results)."""
+    if _COMPILED["fn"] is None and _COMPILED["error"] is None:
+        try:
+            if not torch._dynamo.is_dynamo_supported():
+                raise RuntimeError("torch.compile is not supported on this Python / platform")
+            _COMPILED["fn"] = torch.compile(_fused_pairs, fullgraph=True)
+        except Exception as err:  # no compiler, unsupported platform
+            _COMPILED["error"] = err
+    return _COMPILED["fn"]
+
+
+def compile_available() -> bool:
+    """Whether the compiled quantizer can be used here (it is tried on first use; a failure makes
+    every later call take the eager path, with the same results)."""
+    return _compiled_pairs() is not None
+
+
+def _run_compiled(v: torch.Tensor, rceil: bool):
+    fn = _compiled_pairs()
+    if fn is None:
+        return None
+    if v.shape[0] > 1:
+        torch._dynamo.mark_dynamic(v, 0)  # one compile serves every number of blocks
+    try:
+        return fn(v, _table_on(v.device), rceil)
+    except Exception as err:  # a compiler that fails at code generation
+        _COMPILED["fn"], _COMPILED["error"] = None, err
+        warnings.warn(f"quantize_mxfp4: torch.compile failed ({type(err).__name__}: {err}); using the eager path, "
+                      "which gives the same results", RuntimeWarning, stacklevel=3)
+        return None
 
 
 def _check_block(block) -> int:
@@ -156,37 +309,63 @@ def _to_float32(x: torch.Tensor) -> torch.Tensor:
     return x.to(torch.float32)
 
 
-def quantize_mxfp4(x: torch.Tensor, block: int = 32, scale_mode: str = "floor") -> MXFP4Tensor:
+_IMPLS = ("auto", "compiled", "eager")
+
+
+def quantize_mxfp4(x: torch.Tensor, block: int = 32, scale_mode: str = "floor", impl: str = "auto") -> MXFP4Tensor:
     """Quantize ``x`` (any float dtype, at least 1-D) to MXFP4 along its last dimension.
 
     Finite values beyond float32's range saturate; a NaN or ±Inf makes its block NaN (the
-    scale code 255); an empty ``x`` gives an empty result (module docstring)."""
+    scale code 255, its elements stored as 0); an empty ``x`` gives an empty result (module
+    docstring). float32 and bfloat16 are read as they are, other dtypes go through float32.
+
+    ``impl``: ``"compiled"`` (``torch.compile`` of the fused bit-level pass; RuntimeError where
+    it cannot be compiled), ``"eager"`` (the same arithmetic op by op), or ``"auto"``: compiled
+    for tensors of at least 2^22 elements where a compiler works, else eager. Both give the same
+    bits."""
     block = _check_block(block)
     if scale_mode not in ("floor", "rceil"):
         raise ValueError(f"scale_mode must be 'floor' or 'rceil', got {scale_mode!r}")
+    if impl not in _IMPLS:
+        raise ValueError(f"impl must be one of {_IMPLS}, got {impl!r}")
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if not torch.is_floating_point(x):
         raise ValueError(f"x must be a floating-point tensor, got {x.dtype}")
     if x.ndim < 1:
         raise ValueError("x must have at least one dimension (the blocks run along the last), got a 0-d tensor")
+    if impl == "compiled" and not compile_available():
+        raise RuntimeError(f"impl='compiled': torch.compile is unavailable here ({_COMPILED['error']})")
     shape = tuple(x.shape)
     n = shape[-1]
-    pad = (-n) % block
-    xf = _to_float32(x.detach())
+    nblocks = -(-n // block)
+    if x.numel() == 0:
+        empty = torch.empty(*shape[:-1], nblocks * block // 2, dtype=torch.uint8, device=x.device)
+        return MXFP4Tensor(empty, torch.empty(*shape[:-1], nblocks, dtype=torch.uint8, device=x.device), shape, block)
+    xf = x.detach()
+    if xf.dtype not in (torch.float32, torch.bfloat16):
+        xf = _to_float32(xf)
+    pad = nblocks * block - n
     if pad:
         xf = torch.nn.functional.pad(xf, (0, pad))
-    blocks = xf.reshape(*shape[:-1], (n + pad) // block, block)
-    amax = blocks.abs().amax(dim=-1)
-    # amax is NaN when a NaN is in the block (amax propagates NaN)
-    codes = _scale_codes(amax, scale_mode)
-    # x · 2^−e by exponent arithmetic: exact in float32 unless the result underflows below
-    # 2^−126, and every such value rounds to the code 0 anyway
-    e = codes.to(torch.int32) - 127
-    q = torch.ldexp(blocks, (-e)[..., None].to(torch.float32))
-    elems = _round_e2m1(q).reshape(*shape[:-1], n + pad)
-    packed = elems[..., 0::2] | (elems[..., 1::2] << 4)
-    return MXFP4Tensor(packed.contiguous(), codes.contiguous(), shape, block)
+    xf = xf.contiguous()
+    rceil = scale_mode == "rceil"
+    use_compiled = impl == "compiled" or (impl == "auto" and xf.numel() >= _COMPILE_MIN_NUMEL
+                                          and not torch.compiler.is_compiling() and compile_available())
+    out = None
+    if use_compiled:
+        if xf.storage_offset() % 2:  # pairs of elements are read as one integer: align them
+            xf = xf.clone()
+        pairs = xf.view(torch.int64 if xf.dtype == torch.float32 else torch.int32).reshape(-1, block // 2)
+        out = _run_compiled(pairs, rceil)
+        if out is None and impl == "compiled":
+            raise RuntimeError(f"impl='compiled': torch.compile failed here ({_COMPILED['error']})")
+    if out is None:
+        bits = xf.view(torch.int32 if xf.dtype == torch.float32 else torch.int16).reshape(-1, block)
+        out = _eager_blocks(bits, rceil)
+    packed, codes = out
+    return MXFP4Tensor(packed.reshape(*shape[:-1], nblocks * block // 2), codes.reshape(*shape[:-1], nblocks),
+                       shape, block)
 
 
 class _FakeQuant(torch.autograd.Function):
