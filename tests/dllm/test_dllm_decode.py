@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from neurips26.dllm import (DualCache, Factor, LowConfidence, NoCache, PolestarCache, PolestarCommit, PrefixCache,
+from neurips26.dllm import (DualCache, ElasticCache, Factor, LowConfidence, NoCache, PolestarCache, PolestarCommit, PrefixCache,
                             Threshold, decode)
 from neurips26.dllm.model import ModelConfig, build_model
 from neurips26.dllm.tasks import TOKENIZER
@@ -238,7 +238,7 @@ def test_polestar_recompute_is_non_increasing_in_the_threshold(model):
 
 @pytest.mark.parametrize("commit, cache", list(itertools.product(
     [LowConfidence(4), Threshold(0.9), Factor(1.0), PolestarCommit()],
-    [NoCache(), PrefixCache(), DualCache(), PolestarCache(0.2)])))
+    [NoCache(), PrefixCache(), DualCache(), PolestarCache(0.2), ElasticCache(0.9)])))
 def test_decoding_terminates_with_no_mask_left(model, commit, cache):
     p = prompts(n=3, length=4, seed=5)
     pm = torch.ones_like(p, dtype=torch.bool)
@@ -298,3 +298,20 @@ def test_calibrate_meets_the_budget_and_drift_trace_shape(model):
     assert tr.shape == (16, TINY.num_layers, 2, 22) and (tr >= 0).all()
     with pytest.raises(ValueError, match="budget must be"):
         PolestarCache.calibrate(model, p, budget=0.0, commit=lambda: LowConfidence(4), **kw)
+
+
+def test_elastic_cache_gamma_bounds(model):
+    """gamma = 1 recomputes every layer at every step after the first: the same logits as NoCache (1e-5);
+    gamma = 0 never triggers: the block and changed positions only (cheaper)."""
+    p = prompts(n=2, length=6, seed=4)
+    kw = dict(gen_length=12, block_length=4, commit=LowConfidence(4), mask_id=MASK)
+    seen = {}
+    for name, cache in (("none", NoCache()), ("e1", ElasticCache(1.0)), ("e0", ElasticCache(0.0))):
+        s = []
+        seen[name] = (decode(model, p, cache=cache, step_callback=lambda b, i, lg: s.append(lg.clone()), **kw), s)
+    (a, la), (b, lb), (c, _) = seen["none"], seen["e1"], seen["e0"]
+    assert torch.equal(a.tokens, b.tokens)
+    assert max(float((x - y).abs().max()) for x, y in zip(la, lb)) < 1e-5
+    assert c.cost_per_token < b.cost_per_token
+    assert b.cost_per_token <= a.cost_per_token * (1 + 4 / 18) + 1e-9  # at most the block's layer 0 twice
+    assert not (c.tokens == MASK).any()

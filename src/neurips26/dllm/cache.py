@@ -8,6 +8,7 @@ token. All K/V live in a :class:`~neurips26.dllm.kvcache.DiffusionKVCache`.
 * :class:`NoCache` — full forward every step (LLaDA).
 * :class:`PrefixCache`, :class:`DualCache` — Fast-dLLM: full recompute at each block start; inside the block
   recompute block+suffix (prefix cached) or only the block (prefix and suffix cached).
+* :class:`ElasticCache` — Elastic-Cache: recompute from the first layer whose attention drifts below γ.
 * :class:`PolestarCache` — Polestar-Cache: drift per position and layer → refresh K/V only at stale positions.
 """
 
@@ -19,7 +20,8 @@ from .._checks import check_real
 from .kvcache import DiffusionKVCache
 from .model import forward
 
-__all__ = ["CacheRule", "NoCache", "PrefixCache", "DualCache", "PolestarCache", "DiffusionKVCache", "drift_trace"]
+__all__ = ["CacheRule", "NoCache", "PrefixCache", "DualCache", "PolestarCache", "ElasticCache", "DiffusionKVCache",
+           "drift_trace"]
 
 
 def _num_layers(model) -> int:
@@ -203,3 +205,84 @@ def drift_trace(model, prompt_ids: torch.Tensor, *, gen_length: int, block_lengt
     decode(model, prompt_ids, prompt_mask=prompt_mask, gen_length=gen_length, block_length=block_length,
            commit=commit, cache=cache, mask_id=mask_id)
     return torch.stack(cache.trace)
+
+
+class ElasticCache(CacheRule):
+    """Elastic-Cache (attention-aware, layer-aware refresh). Each step computes the block and every position
+    whose token changed through all layers against cached K/V. At each layer l it compares the block's
+    attention over the ``top_k`` tokens the block attended most at the previous step with the previous step's
+    (cosine); from the first layer whose similarity falls below ``gamma`` on, all positions' K/V are
+    recomputed (layers below keep their cache). Not implemented: Elastic-Cache's sliding window over masked
+    tokens (the whole block is queried). Needs a model from :func:`~neurips26.dllm.model.build_model`."""
+
+    def __init__(self, gamma: float = 0.9, top_k: int = 4):
+        self.gamma = check_real("gamma", gamma, low=0.0, high=1.0)
+        self.top_k = int(top_k)
+        if self.top_k < 1:
+            raise ValueError(f"top_k must be >= 1, got {top_k}")
+
+    def start(self, model, x, key_mask):
+        super().start(model, x, key_mask)
+        self._L = _num_layers(model)
+        self._inputs = [None] * self._L
+        self._prev = None  # per layer: (B, q, N) attention rows of the block queries at the previous step
+        self._dirty = torch.zeros_like(key_mask)
+        self._started = False
+
+    def _head(self, model, h):
+        return model.lm_head(model.model.norm(h)), model.model.norm(h)
+
+    def step(self, model, x, key_mask, s, e, block_start):
+        from .model import forward_layers
+
+        B, N = x.shape
+        if not self._started:
+            inputs, rec = [None] * self._L, {}
+            h = forward_layers(model, model.model.embed_tokens(x), key_mask=key_mask, layers=range(self._L),
+                               cache=self.cache, inputs=inputs, record=rec)
+            self._inputs = inputs
+            self._started, self._prev = True, [rec[li][:, s:e] for li in range(self._L)]
+            self._dirty.zero_()
+            logits, hs = self._head(model, h[:, s:e])
+            return logits, hs, N
+        sel = self._dirty.any(0) & key_mask.any(0)
+        sel[s:e] = True
+        pos = sel.nonzero().squeeze(1)
+        blk = (pos >= s) & (pos < e)
+        n_q = int(pos.numel())
+        h = model.model.embed_tokens(x[:, pos])
+        cur, start_layer = [], None
+        for li in range(self._L):
+            rec: dict = {}
+            inputs = [None] * self._L
+            h_next = forward_layers(model, h, key_mask=key_mask, layers=range(li, li + 1), cache=self.cache,
+                                    positions=pos, record=rec, inputs=inputs)
+            self._inputs[li][:, pos] = h
+            cur.append(rec[li][:, blk])
+            if self._prev is not None and self._prev[li].shape == cur[li].shape:
+                top = self._prev[li].sum(1).topk(min(self.top_k, N), dim=1).indices  # most-attended tokens
+                idx = top[:, None, :].expand(-1, cur[li].shape[1], -1)
+                sim = torch.nn.functional.cosine_similarity(cur[li].gather(2, idx).flatten(1),
+                                                            self._prev[li].gather(2, idx).flatten(1), dim=1)
+                if float(sim.min()) < self.gamma:
+                    start_layer = li
+                    break
+            h = h_next
+        self._dirty[:, pos] = False
+        if start_layer is None:
+            self._prev = cur
+            logits, hs = self._head(model, h[:, blk])
+            return logits, hs, n_q
+        # drift at layer `start_layer`: recompute every position from there on (the block's queries included)
+        inputs = [None] * self._L
+        rec = {}
+        h = forward_layers(model, self._inputs[start_layer], key_mask=key_mask, layers=range(start_layer, self._L),
+                           cache=self.cache, inputs=inputs, record=rec)
+        for li in range(start_layer, self._L):
+            self._inputs[li] = inputs[li]
+        self._prev = cur[:start_layer] + [rec[li][:, s:e] for li in range(start_layer, self._L)]
+        logits, hs = self._head(model, h[:, s:e])
+        return logits, hs, (n_q * (start_layer + 1) + N * (self._L - start_layer)) / self._L
+
+    def after_commit(self, changed):
+        self._dirty |= changed

@@ -33,7 +33,7 @@ from .tasks import TASKS, TOKENIZER, encode_batch, make_examples
 
 __all__ = ["ATTENTION_NAME", "ModelConfig", "TrainConfig", "build_model", "forward", "positions_from_mask",
            "llada_sft_loss", "train_dllm", "pretrained_dllm", "cache_path", "heldout_examples", "HELDOUT_SEED",
-           "attention_recorder"]
+           "attention_recorder", "forward_layers"]
 
 ATTENTION_NAME = "neurips26_dllm"
 HELDOUT_SEED = 10_000_019
@@ -157,6 +157,25 @@ def forward(model, input_ids: torch.Tensor, *, key_mask: torch.Tensor | None = N
     if cache is not None:
         cache.write_positions = None
     return out
+
+
+def forward_layers(model, hidden: torch.Tensor, *, key_mask: torch.Tensor, layers: range, cache,
+                   positions: torch.Tensor | None = None, record: dict | None = None, inputs: list | None = None):
+    """Run decoder ``layers`` of a model built by :func:`build_model` on ``hidden`` (B, n, d), the layer
+    inputs at ``positions`` (all positions when None), writing their K/V into ``cache``. ``inputs[l]``
+    receives each layer's input. Returns the hidden state after the last of ``layers`` (un-normed)."""
+    pos_full = positions_from_mask(key_mask)
+    pos = pos_full if positions is None else pos_full[:, positions]
+    rot = model.model.rotary_emb(hidden, pos)
+    with attention_recorder(record, key_mask):
+        for li in layers:
+            if inputs is not None:
+                inputs[li] = hidden
+            cache.write_positions = positions
+            hidden = model.model.layers[li](hidden, attention_mask=None, position_ids=pos, past_key_values=cache,
+                                            position_embeddings=rot)
+    cache.write_positions = None
+    return hidden
 
 
 def llada_sft_loss(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, answer_ids: torch.Tensor,
