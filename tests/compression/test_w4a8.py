@@ -327,3 +327,16 @@ def test_whole_model_with_adapters_and_zero_adapters_change_nothing():
         assert torch.equal(adapted(ids).logits, a)
     with pytest.raises(ValueError, match="adapter_rank"):
         quantize_moe_w4a8(tiny_qwen3(), adapter_rank=0)
+
+
+def test_only_torchaos_kernel_load_note_is_dropped(caplog):
+    import logging
+
+    import neurips26.compression  # noqa: F401  (installs the filter)
+
+    log = logging.getLogger("torchao")
+    with caplog.at_level(logging.WARNING, logger="torchao"):
+        log.warning("Failed to load /venv/site-packages/torchao/_C_mxfp8.cpython-310-x86_64-linux-gnu.so: no CUDA")
+        log.warning("Failed to load the config file")  # not a kernel .so: kept
+        log.warning("something else from torchao")
+    assert [r.getMessage() for r in caplog.records] == ["Failed to load the config file", "something else from torchao"]

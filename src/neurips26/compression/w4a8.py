@@ -29,6 +29,7 @@ on in tests, off in the hot path).
 
 from __future__ import annotations
 
+import logging
 import numbers
 
 import torch
@@ -40,6 +41,21 @@ __all__ = ["FP8_MAX", "mxfp4_to_fp8", "quantize_fp8_rows", "w4a8_matmul", "route
            "grouped_matmul", "fp8_grouped_mm_supported", "W4A8Experts", "quantize_moe_w4a8"]
 
 FP8_MAX = 448.0  # largest finite float8_e4m3fn
+
+
+class _TorchaoKernelNote(logging.Filter):
+    """torchao, which transformers imports when it builds a model, logs "Failed to load
+    .../torchao/_C_*.so" for each optional CUDA kernel a CPU build cannot load; the message says
+    nothing about our results, so it is dropped. Every other torchao record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        return not (msg.startswith("Failed to load") and "torchao" in msg and ".so" in msg)
+
+
+_torchao_logger = logging.getLogger("torchao")
+if not any(isinstance(f, _TorchaoKernelNote) for f in _torchao_logger.filters):
+    _torchao_logger.addFilter(_TorchaoKernelNote())
 
 
 _E2M1_GRIDS: dict = {}
