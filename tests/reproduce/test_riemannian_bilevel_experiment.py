@@ -1,0 +1,84 @@
+"""The riemannian-bilevel reproduction end to end at a tiny size (the --quick run takes a few minutes)."""
+
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("geoopt")
+
+from neurips26 import reproduce  # noqa: E402
+from neurips26.reproduce import riemannian_bilevel as exp_mod  # noqa: E402
+from neurips26.reproduce import run_experiment  # noqa: E402
+
+TINY = dict(problems=["stiefel", "grassmann"], steps=6, seeds=1, inner_steps=5,
+            stiefel=dict(channels=8, r=3, n_train=4, n_val=8, lr_x=0.1), grassmann=dict(r=2, n_train=60, lr_x=0.1),
+            poincare=dict(depth=2, anchors=6, lr_x=0.1), meta=dict(tasks=1, r=8, query=2, shots=1, lr_x=0.1),
+            batches=[16, 32, 64], reps=4, boot=20, Ts=[2, 4, 6])
+
+
+def _no_timing(metrics):
+    return {k: v for k, v in metrics.items() if not k.startswith("timing/")}
+
+
+def test_riemannian_bilevel_contract_and_determinism(monkeypatch, tmp_path):
+    monkeypatch.setitem(exp_mod.SIZES, True, TINY)
+    exp = reproduce.get("riemannian-bilevel")
+    a = run_experiment(exp, tmp_path / "a", seed=1, quick=True)
+    b = run_experiment(exp, tmp_path / "b", seed=1, quick=True)
+    assert _no_timing(a["metrics"]) == _no_timing(b["metrics"])
+    m = a["metrics"]
+    for p in TINY["problems"]:
+        ours = m[f"{p}/{exp_mod.OURS}"]
+        assert ours["failed_at"] == [-1] and len(ours["gm_curves"][0]) == TINY["steps"]
+        assert 0 <= ours["residual_max"] < 1e-10  # full Krylov space: the clipped system is solved to rounding
+        assert m[f"{p}/AD (unrolled)"]["residual_max"] == -1.0  # AD has no linear system
+        assert m[f"{p}/info"]["lower_hessian_rank"] < m[f"{p}/info"]["lower_dim"]  # singular: PL, not strongly convex
+        # the recorded ratio is the curve's last over first value
+        c = ours["gm_curves"][0]
+        assert ours["final_over_initial"][0] == pytest.approx(c[-1] / c[0])
+    fit = m["stochastic/grassmann"]
+    assert fit["ci"][0] <= fit["slope"] <= fit["ci"][1] and len(fit["mse"]) == 3
+    # verdicts are the stated rules applied to the recorded numbers
+    by = {c["claim"].split(":")[0]: c for c in a["claims"]}
+    res_claims = [c for c in a["claims"] if "linear-system residual" in c["claim"]]
+    assert len(res_claims) == 2 and all(c["holds"] == (c["ours"] <= exp_mod.TOL_RES) for c in res_claims)
+    st = [c for c in a["claims"] if c["claim"].startswith("Stochastic")][0]
+    assert st["ours"] == fit["slope"] and st["holds"] == (abs(fit["slope"] + 1) <= exp_mod.TOL_B)
+    desc = [c for c in a["claims"] if "non-increasing" in c["claim"]]
+    for c in desc:
+        p = c["claim"].split(":")[0]
+        ours = m[f"{p}/{exp_mod.OURS}"]
+        assert c["holds"] == (min(ours["monotone_share"]) >= exp_mod.MONO and c["ours"] <= exp_mod.DROP)
+    assert by and len(a["claims"]) == 4 * len(TINY["problems"]) + 1
+    for png in ("grad_mapping.png", "residuals.png", "rates.png"):
+        assert (tmp_path / "a" / "riemannian-bilevel" / png).exists()
+    assert "Deterministic runs" in (tmp_path / "a" / "riemannian-bilevel" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("problem", ["poincare", "meta"])
+def test_full_size_problems_build_and_step(problem):
+    """The two problems only the full run uses: a singular lower-level Hessian, and two clipped steps
+    with a machine-precision residual."""
+    r = exp_mod.run_task(exp_mod.RunTask(problem, TINY[problem], exp_mod.OURS, 0, 2, 3))
+    assert r["failed_at"] is None and len(r["gm"]) == 2 and all(math.isfinite(v) for v in r["gm"])
+    assert max(r["residual"]) < 1e-10
+    assert r["info"]["lower_hessian_rank"] < r["info"]["lower_dim"]
+
+
+def test_eeg_like_covariances_are_spd_and_separable():
+    C, lab = exp_mod.eeg_like_covariances(40, 8, seed=3)
+    assert C.shape == (40, 8, 8) and set(np.unique(lab)) == {0.0, 1.0}
+    assert np.allclose(C, np.transpose(C, (0, 2, 1))) and np.linalg.eigvalsh(C).min() > 0
+    assert np.allclose(np.trace(C, axis1=1, axis2=2), 8)
+    # the class difference lives in the first two sources' power: the class means differ
+    d = np.linalg.norm(C[lab == 0].mean(0) - C[lab == 1].mean(0))
+    assert d > 5 * np.linalg.norm(C[lab == 0][:10].mean(0) - C[lab == 0][10:20].mean(0)) / 2
+
+
+def test_fit_slope_recovers_a_power_law():
+    rng = np.random.default_rng(0)
+    x = [16, 32, 64, 128]
+    samples = [np.exp(rng.normal(0, 0.01, 30)) / xi for xi in x]
+    s, lo, hi = exp_mod.fit_slope(x, samples, 200, rng)
+    assert abs(s + 1) < 0.01 and lo <= s <= hi
