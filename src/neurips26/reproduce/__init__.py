@@ -166,3 +166,11 @@ register(
         target="neurips26.reproduce.polestar:run",
     )
 )
+register(
+    Experiment(
+        slug="riemannian-bilevel",
+        paper="Riemannian bilevel optimization with a PL lower level: spectral-clipped tangent hypergradients",
+        summary="Spectral-clipped tangent hypergradients vs rhgd's Hessian inverse, CG (lambda = 0, 0.01), Neumann and unrolled AD on rank-deficient least-squares lower levels: Stiefel (EEG-like covariances), Grassmann (diabetes, degree-2 features); residuals, gradient mapping, MSE vs batch, O(1/T).",
+        target="neurips26.reproduce.riemannian_bilevel:run",
+    )
+)
