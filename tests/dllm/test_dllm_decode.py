@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from neurips26.dllm import (DualCache, ElasticCache, Factor, LowConfidence, NoCache, PolestarCache, PolestarCommit, PrefixCache,
+from neurips26.dllm import (DLLMCache, DualCache, ElasticCache, Factor, LowConfidence, NoCache, PolestarCache, PolestarCommit, PrefixCache,
                             Threshold, decode)
 from neurips26.dllm.model import ModelConfig, build_model
 from neurips26.dllm.tasks import TOKENIZER
@@ -238,7 +238,7 @@ def test_polestar_recompute_is_non_increasing_in_the_threshold(model):
 
 @pytest.mark.parametrize("commit, cache", list(itertools.product(
     [LowConfidence(4), Threshold(0.9), Factor(1.0), PolestarCommit()],
-    [NoCache(), PrefixCache(), DualCache(), PolestarCache(0.2), ElasticCache(0.9)])))
+    [NoCache(), PrefixCache(), DualCache(), PolestarCache(0.2), ElasticCache(0.9), DLLMCache(5, 2, 0.25)])))
 def test_decoding_terminates_with_no_mask_left(model, commit, cache):
     p = prompts(n=3, length=4, seed=5)
     pm = torch.ones_like(p, dtype=torch.bool)
@@ -315,3 +315,21 @@ def test_elastic_cache_gamma_bounds(model):
     assert c.cost_per_token < b.cost_per_token
     assert b.cost_per_token <= a.cost_per_token * (1 + 4 / 18) + 1e-9  # at most the block's layer 0 twice
     assert not (c.tokens == MASK).any()
+
+
+def test_dllm_cache_extremes(model):
+    """kp = 1 recomputes everything every step (= NoCache to 1e-5); with rare refreshes, rho = 1 recomputes
+    every response position at every layer (the same logits as refreshing the response every step, kr = 1),
+    and a small rho costs less."""
+    p = prompts(n=2, length=6, seed=8)
+    kw = dict(gen_length=12, block_length=4, commit=LowConfidence(4), mask_id=MASK)
+    seen = {}
+    for name, cache in (("none", NoCache()), ("kp1", DLLMCache(kp=1)), ("rho1", DLLMCache(100, 100, 1.0)),
+                        ("kr1", DLLMCache(100, 1, 0.5)), ("small", DLLMCache(100, 100, 0.1))):
+        s = []
+        seen[name] = (decode(model, p, cache=cache, step_callback=lambda b, i, lg: s.append(lg.clone()), **kw), s)
+    for a, b in (("none", "kp1"), ("kr1", "rho1")):
+        assert max(float((x - y).abs().max()) for x, y in zip(seen[a][1], seen[b][1])) < 1e-5
+    assert seen["small"][0].cost_per_token < seen["rho1"][0].cost_per_token
+    with pytest.raises(ValueError, match="rho must be"):
+        DLLMCache(rho=0.0)

@@ -7,7 +7,7 @@ cached trainer), :mod:`.kvcache` (``DiffusionKVCache``), :mod:`.commit` (commit 
 (cache rules), :mod:`.decode` (``decode``).
 """
 
-from .cache import CacheRule, DualCache, ElasticCache, NoCache, PolestarCache, PrefixCache, drift_trace
+from .cache import CacheRule, DLLMCache, DualCache, ElasticCache, NoCache, PolestarCache, PrefixCache, drift_trace
 from .commit import CommitRule, Factor, LowConfidence, PolestarCommit, Threshold
 from .decode import DecodeResult, decode
 from .kvcache import DiffusionKVCache
@@ -15,7 +15,7 @@ from .model import ModelConfig, TrainConfig, build_model, forward, heldout_examp
 from .tasks import TASKS, TOKENIZER, CharTokenizer, Example, encode_batch, exact_match, make_examples
 
 __all__ = [
-    "CacheRule", "NoCache", "PrefixCache", "DualCache", "PolestarCache", "ElasticCache", "DiffusionKVCache", "drift_trace",
+    "CacheRule", "NoCache", "PrefixCache", "DualCache", "PolestarCache", "ElasticCache", "DLLMCache", "DiffusionKVCache", "drift_trace",
     "CommitRule", "LowConfidence", "Threshold", "Factor", "PolestarCommit", "DecodeResult", "decode",
     "ModelConfig", "TrainConfig", "build_model", "forward", "llada_sft_loss", "train_dllm", "pretrained_dllm",
     "heldout_examples", "TASKS", "TOKENIZER", "CharTokenizer", "Example", "encode_batch", "exact_match", "make_examples",

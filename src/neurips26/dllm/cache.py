@@ -8,6 +8,7 @@ token. All K/V live in a :class:`~neurips26.dllm.kvcache.DiffusionKVCache`.
 * :class:`NoCache` — full forward every step (LLaDA).
 * :class:`PrefixCache`, :class:`DualCache` — Fast-dLLM: full recompute at each block start; inside the block
   recompute block+suffix (prefix cached) or only the block (prefix and suffix cached).
+* :class:`DLLMCache` — dLLM-Cache: periodic prompt / response refresh, V-verify selection in between.
 * :class:`ElasticCache` — Elastic-Cache: recompute from the first layer whose attention drifts below γ.
 * :class:`PolestarCache` — Polestar-Cache: drift per position and layer → refresh K/V only at stale positions.
 """
@@ -20,7 +21,8 @@ from .._checks import check_real
 from .kvcache import DiffusionKVCache
 from .model import forward
 
-__all__ = ["CacheRule", "NoCache", "PrefixCache", "DualCache", "PolestarCache", "ElasticCache", "DiffusionKVCache",
+__all__ = ["CacheRule", "NoCache", "PrefixCache", "DualCache", "PolestarCache", "ElasticCache", "DLLMCache",
+           "DiffusionKVCache",
            "drift_trace"]
 
 
@@ -286,3 +288,80 @@ class ElasticCache(CacheRule):
 
     def after_commit(self, changed):
         self._dirty |= changed
+
+
+class DLLMCache(CacheRule):
+    """dLLM-Cache (adaptive feature caching). Every ``kp`` steps the whole sequence is recomputed; every ``kr``
+    steps the response (all generated positions); at the other steps, layer by layer, the value vectors of
+    every response position are computed from its current layer input and only the ``rho`` fraction whose
+    values moved most (cosine) since they were cached is recomputed at that layer (V-verify); the others
+    reuse their cached layer output. Batched rows share one position set per layer (union of each row's
+    top fraction). Needs a model from :func:`~neurips26.dllm.model.build_model`."""
+
+    def __init__(self, kp: int = 50, kr: int = 7, rho: float = 0.25):
+        from .._checks import check_int
+
+        self.kp = check_int("kp", kp, 1)
+        self.kr = check_int("kr", kr, 1)
+        self.rho = check_real("rho", rho, low=0.0, low_open=True, high=1.0)
+
+    def start(self, model, x, key_mask):
+        super().start(model, x, key_mask)
+        self._L = _num_layers(model)
+        self._t = 0
+        self._lp = None
+
+    def _values(self, model, li, h):
+        layer = model.model.layers[li]
+        return layer.self_attn.v_proj(layer.input_layernorm(h))
+
+    def _refresh(self, model, x, key_mask, pos):
+        from .model import forward_layers
+
+        inputs = [None] * self._L
+        src = x if pos is None else x[:, pos]
+        h = forward_layers(model, model.model.embed_tokens(src), key_mask=key_mask, layers=range(self._L),
+                           cache=self.cache, positions=pos, inputs=inputs)
+        outs = inputs[1:] + [h]
+        if pos is None:
+            self._out = [o.clone() for o in outs]
+            self._v = [self._values(model, li, inputs[li]) for li in range(self._L)]
+        else:
+            for li in range(self._L):
+                self._out[li][:, pos] = outs[li]
+                self._v[li][:, pos] = self._values(model, li, inputs[li])
+        return h
+
+    def step(self, model, x, key_mask, s, e, block_start):
+        from .model import forward_layers
+
+        B, N = x.shape
+        t, self._t = self._t, self._t + 1
+        if self._lp is None:  # the first step is the first block's: it starts right after the prompt
+            self._lp = s
+        resp = torch.arange(self._lp, N, device=x.device)
+        if t % self.kp == 0:
+            h = self._refresh(model, x, key_mask, None)
+            return model.lm_head(model.model.norm(h[:, s:e])), model.model.norm(h[:, s:e]), N
+        if t % self.kr == 0:
+            h = self._refresh(model, x, key_mask, resp)
+            hb = h[:, s - self._lp:e - self._lp]
+            return model.lm_head(model.model.norm(hb)), model.model.norm(hb), int(resp.numel())
+        R = int(resp.numel())
+        k = max(1, int(round(self.rho * R)))
+        h = model.model.embed_tokens(x[:, resp])
+        work = 0
+        for li in range(self._L):
+            v = self._values(model, li, h)
+            drift = 1 - torch.nn.functional.cosine_similarity(v, self._v[li][:, resp], dim=-1)  # (B, R)
+            sel = torch.zeros(R, dtype=torch.bool, device=x.device)
+            sel[drift.topk(k, dim=1).indices.flatten()] = True
+            idx = sel.nonzero().squeeze(1)
+            out = forward_layers(model, h[:, idx], key_mask=key_mask, layers=range(li, li + 1), cache=self.cache,
+                                 positions=resp[idx])
+            self._v[li][:, resp[idx]] = v[:, idx]
+            self._out[li][:, resp[idx]] = out
+            h = self._out[li][:, resp].clone()
+            work += int(idx.numel())
+        hb = h[:, s - self._lp:e - self._lp]
+        return model.lm_head(model.model.norm(hb)), model.model.norm(hb), work / self._L
