@@ -15,7 +15,7 @@ from neurips26.dllm.model import pretrained_dllm
 from neurips26.dllm.tasks import TOKENIZER
 from neurips26.reproduce.polestar import LABEL, SIZES, make_decoder, prompts, train_config
 
-DECODERS = [("llada", 1), ("threshold", 0.9), ("factor", 1.0), ("elastic", 0.9), ("pcache", 0.2), ("pcommit", 0.5),
+DECODERS = [("llada", 1), ("threshold", 0.9), ("factor", 1.0), ("elastic", 0.9), ("dllmcache", 0.25), ("pcache", 0.2), ("pcommit", 0.5),
             ("polestar", [0.5, 0.2])]
 
 

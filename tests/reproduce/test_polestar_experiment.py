@@ -11,7 +11,7 @@ from neurips26.reproduce import run_experiment
 TINY = dict(model=dict(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64),
             tasks=("sort", "reverse"), add_digits=(3, 3), train_steps=30, batch_size=16, lr=3e-3,
             gen_length=16, block_length=4, n_prompts=8, batch=4, n_speed_b1=1,
-            knobs=dict(llada=[4, 1], threshold=[0.5, 0.9], factor=[1.0], elastic=[0.9], pcache=[0.2], pcommit=[0.5],
+            knobs=dict(llada=[4, 1], threshold=[0.5, 0.9], factor=[1.0], elastic=[0.9], dllmcache=[0.25], pcache=[0.2], pcommit=[0.5],
                        polestar=[[0.3, 0.2], [0.5, 0.5]]))
 
 
