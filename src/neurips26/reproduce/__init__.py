@@ -174,3 +174,11 @@ register(
         target="neurips26.reproduce.riemannian_bilevel:run",
     )
 )
+register(
+    Experiment(
+        slug="hyperp",
+        paper="HyperP: hypersphere parameterization with Muon, learning-rate transfer and SqrtGate",
+        summary="Tiny Granite LMs on stdlib docstrings: HyperP (Muon on the Frobenius sphere, Depth-muP) vs torch Muon, muP-AdamW (mup) and SP-AdamW; eta* across width, depth, tokens (gamma with CI), WD order, instability indicators, SqrtGate RMS across MoE granularity, aux-loss weights.",
+        target="neurips26.reproduce.hyperp:run",
+    )
+)
