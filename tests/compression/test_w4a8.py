@@ -188,7 +188,7 @@ def test_sorted_grouped_forward_equals_the_per_expert_loop_bit_for_bit(dtype, ca
 
 
 def test_adapters_run_grouped_and_equal_the_per_expert_loop():
-    E, H, I, k, r = 5, 64, 32, 2, 8
+    E, H, I, k, r = 5, 64, 32, 2, 5  # rank 5: padded with zeros to 8
     experts = FusedExperts(E, H, I, torch.bfloat16, seed=6)
     g = torch.Generator().manual_seed(7)
     adapters = {"gate_up_proj": (torch.randn(E, 2 * I, r, generator=g), torch.randn(E, r, H, generator=g) * 0.1),
@@ -200,6 +200,17 @@ def test_adapters_run_grouped_and_equal_the_per_expert_loop():
         y = m(h, idx, wts)
         assert torch.equal(y, per_expert_reference(m, h, idx, wts))
         assert not torch.equal(y, plain(h, idx, wts))  # the adapters did something
+    assert m.gate_up_A.shape == (E, 8, H) and m.down_B.shape == (E, H, 8) and not m.down_B[..., r:].any()
+    # the GPU's grouped_mm accepts the padded factors' layout (torch's meta checks: 16-byte strides)
+    offs = torch.empty(E, dtype=torch.int32, device="meta")
+    for key, width in (("gate_up", H), ("down", I)):
+        A, B = getattr(m, f"{key}_A").to("meta"), getattr(m, f"{key}_B").to("meta")
+        t = torch.nn.functional.grouped_mm(torch.empty(16, width, dtype=torch.bfloat16, device="meta"),
+                                           A.transpose(-2, -1), offs=offs)
+        torch.nn.functional.grouped_mm(t, B.transpose(-2, -1), offs=offs)
+    with pytest.raises(RuntimeError, match="16 bytes"):  # an unpadded rank 5 would not be accepted
+        torch.nn.functional.grouped_mm(torch.empty(16, 5, dtype=torch.bfloat16, device="meta"),
+                                       B[..., :5].transpose(-2, -1), offs=offs)
     with pytest.raises(ValueError, match="B \\(E, out, r\\)"):
         W4A8Experts(experts, adapters={"gate_up_proj": adapters["gate_up_proj"],
                                        "down_proj": (adapters["down_proj"][0][:, :, :4], adapters["down_proj"][1])})
