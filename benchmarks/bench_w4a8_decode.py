@@ -58,8 +58,13 @@ def build(cfg: dict, device: str, experts: str = "grouped_mm", layers: int | Non
 
     cfg = dict(cfg, num_hidden_layers=layers or cfg["num_hidden_layers"])
     config = T.Qwen3MoeConfig(**cfg)
-    with torch.device(device):
-        model = T.Qwen3MoeForCausalLM(config).to(torch.bfloat16)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)  # built in bf16: 30B float32 parameters would not fit an 80 GB GPU
+    try:
+        with torch.device(device):
+            model = T.Qwen3MoeForCausalLM(config).to(torch.bfloat16)
+    finally:
+        torch.set_default_dtype(previous)
     model.set_experts_implementation(experts)
     return model.eval()
 
