@@ -31,13 +31,16 @@ from ._common import pyplot
 from ._harness import RunContext
 
 SIZES = {
-    True: dict(seeds=2, rays_b=5, rays_digits=3, budget_a=10000, budget_b=1500, budget_digits=600, n_train=1000,
+    True: dict(seeds=2, rays_b=5, rays_digits=3, budget_a=10000, budget_b=1500, budget_digits=1500, n_train=1000,
                n_test=500, cost_steps=10, problems=["zdt1", "zdt2", "fonseca-fleming"], nsga_pop=40, nsga_gen=60),
     False: dict(seeds=5, rays_b=11, rays_digits=5, budget_a=20000, budget_b=4000, budget_digits=3000, n_train=4000,
                 n_test=1000, cost_steps=30, problems=["zdt1", "zdt2", "fonseca-fleming"], nsga_pop=100, nsga_gen=200),
 }
 LR_GRID = (1.0, 0.3, 0.1)
 DIGITS_LR = 0.1
+# ParetoM3's x moves by gamma * (J(x) - J(y))^T lam ~ (curvature / alpha) * gradient: at a near-flat network
+# initialisation alpha = 1 barely trains in the quick budget (0.08 accuracy); the certificate u_alpha keeps ALPHA.
+DIGITS_ALPHA = 0.1
 LR_LAMBDA = 0.05
 LR_Y = 0.3  # lr_y (alpha + smoothness) < 1: y does not overshoot (0.5 on the quadratics made lambda flip between vertices)
 ALPHA = 1.0
@@ -321,7 +324,7 @@ def run_digits(t: DigitsTask) -> dict:
     opt = _make(t.method, model, _digit_objectives, ray=list(t.ray), lr=DIGITS_LR, rays=np.asarray(t.rays),
                 index=t.index, steps=t.budget // 2)
     if t.method == "ParetoM3":
-        opt.gamma, opt.lr_y = 1.0, DIGITS_LR
+        opt.gamma, opt.lr_y, opt.alpha = 1.0, DIGITS_LR, DIGITS_ALPHA
     g = torch.Generator().manual_seed(t.seed)
     while opt.backward_passes < t.budget:
         idx = torch.randint(0, t.n_train, (128,), generator=g)
@@ -391,7 +394,7 @@ def run(ctx: RunContext) -> None:
     size = SIZES[ctx.quick]
     ctx.config.update(size, lr_grid=list(LR_GRID), digits_lr=DIGITS_LR, alpha=ALPHA,
                       paretom3=dict(schedule_a=list(SCHED_A), schedule_b=list(SCHED_B), lr_y=LR_Y, lr_lambda=LR_LAMBDA,
-                                    lr_t="lr / max(1, gamma_t * alpha)", digits=dict(gamma=1.0, lr_y=DIGITS_LR)),
+                                    lr_t="lr / max(1, gamma_t * alpha)", digits=dict(gamma=1.0, lr_y=DIGITS_LR, alpha=DIGITS_ALPHA)),
                       baselines=dict(epo_eps=1e-4, png=dict(alpha=0.5, e=1e-3), pmtl_eps=1e-3))
     seeds = [ctx.seed * 100 + s for s in range(size["seeds"])]
     a_tasks = [ConvexTask(m, s, size["budget_a"]) for m in A_METHODS for s in seeds]
@@ -473,12 +476,19 @@ def _record(ctx, size, a_tasks, a_res, b_tasks, b_res, n_tasks, n_res, d_tasks, 
               "(baseline column: PNG with the same f0 and budget)",
               ours=pm["dist"], baseline=conv["PNG"]["dist"], holds=pm["dist"] <= 1e-2)
     # Mean over finite runs; a method with diverged runs is flagged in its metrics (diverged_runs).
-    ours_b = np.mean([fronts[p]["ParetoM3"]["dist"] for p in size["problems"]])
-    others = {m: np.mean([fronts[p][m]["dist"] for p in size["problems"]]) for m in B_METHODS[1:] + ("NSGA-II",)}
+    # A method with no finite run on a problem (its dist recorded as -1) counts as infinitely far there.
+    def over_problems(m):
+        d = [fronts[p][m]["dist"] for p in size["problems"]]
+        return math.inf if min(d) < 0 else float(np.mean(d))
+
+    ours_b = over_problems("ParetoM3")
+    others = {m: over_problems(m) for m in B_METHODS[1:] + ("NSGA-II",)}
     best = min(others, key=others.get)
     ctx.claim(f"(b) nonconvex (ZDT1, ZDT2, Fonseca-Fleming): ParetoM3 has the smallest mean distance to the "
               f"preferred point of all methods (best other: {best})",
-              ours=float(ours_b), baseline=float(others[best]), holds=bool(ours_b <= others[best]))
+              ours=ours_b if math.isfinite(ours_b) else -1.0,  # -1: ParetoM3 had no finite run on a problem
+              baseline=others[best] if math.isfinite(others[best]) else -1.0,
+              holds=bool(math.isfinite(ours_b) and ours_b <= others[best]))
     ctx.claim("(a) convex: ParetoM3 is approximately weakly Pareto, u_alpha(x_T) <= 1e-3 (baseline column: PNG)",
               ours=pm["merit"], baseline=conv["PNG"]["merit"], holds=pm["merit"] <= 1e-3)
     mer_pm = float(np.mean([r["merit"] for r in digits["ParetoM3"]]))
