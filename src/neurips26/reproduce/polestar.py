@@ -35,7 +35,7 @@ from ._harness import RunContext
 
 SIZES = {
     True: dict(model=dict(hidden_size=128, num_layers=3, num_heads=4, intermediate_size=384),
-               tasks=("add", "sort", "reverse"), add_digits=(3, 3), train_steps=8000, batch_size=32, lr=2e-3,
+               tasks=("add", "sort", "reverse"), add_digits=(3, 3), train_steps=4000, batch_size=32, lr=2e-3,
                gen_length=16, block_length=4, n_prompts=96, batch=1, n_speed_b1=4,
                knobs=dict(llada=[4, 2, 1], threshold=[0.7, 0.8, 0.9], factor=[0.5, 1.0, 2.0],
                           elastic=[0.8, 0.9, 0.95], dllmcache=[0.1, 0.25, 0.5], pcache=[0.05, 0.2, 0.5], pcommit=[0.3, 0.5, 0.7],
