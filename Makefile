@@ -40,6 +40,11 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_quadruple.py --out benchmarks/RESULTS_quadruple.md
 	$(PY) benchmarks/bench_mxfp4.py --out benchmarks/RESULTS_mxfp4.md
 	$(PY) benchmarks/bench_kb.py --out benchmarks/RESULTS_kb.md
+	$(PY) benchmarks/bench_auc.py --out benchmarks/RESULTS_auc.md
+	$(PY) benchmarks/bench_pace.py --out benchmarks/RESULTS_pace.md
+	$(PY) benchmarks/bench_polestar.py --out benchmarks/RESULTS_polestar.md
+	$(PY) benchmarks/bench_hyperp.py --out benchmarks/RESULTS_hyperp.md
+	$(PY) benchmarks/bench_quantum.py  # writes benchmarks/RESULTS_quantum.md
 	$(PY) benchmarks/bench_w4a8_decode.py --out benchmarks/RESULTS_w4a8.md  # GPU only: says so and skips elsewhere
 
 clean:
