@@ -66,7 +66,9 @@ def test_min_norm_matches_torchjd_mgda():
     for m in (2, 3, 5):
         J = torch.from_numpy(rng.standard_normal((m, 2 * m + 1)))
         ours = J.T @ min_norm_weights(J)
-        assert torch.allclose(ours, agg(J), atol=1e-5)
+        # torchjd's MGDA is a Frank-Wolfe loop whose stopping rule leaves ~1e-4 on some installs (seen on a
+        # fresh CI environment); exactness against cvxpy is tested below, this checks the same point
+        assert torch.allclose(ours, agg(J), atol=1e-3)
 
 
 def test_two_task_closed_form_equals_enumeration():
