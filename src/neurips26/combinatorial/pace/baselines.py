@@ -39,10 +39,17 @@ def _time(budget: Budget | None, default: float) -> float:
 class ElkaiTSP:
     """LKH-3 (elkai) on the rounded distance matrix ×``scale``; ``runs`` LKH runs."""
 
+    task_type = TSPTask
+
     def __init__(self, runs: int = 1, scale: float = 1e6):
         self.runs = check_int("runs", runs, 1)
         self.scale = check_real("scale", scale, low=0.0, low_open=True)
-        self.task = TSPTask(local_search=False)
+        self.task = self.task_type(local_search=False)
+
+    @staticmethod
+    def _orient(tour) -> np.ndarray:
+        # a symmetric tour has two directions: the task's canonical one
+        return canonical_tour(tour)
 
     def solve(self, instance, budget: Budget | None = None, seed: int = 0) -> Solution:
         import elkai
@@ -50,30 +57,22 @@ class ElkaiTSP:
         inst = self.task.instance(instance)
         t0 = time.perf_counter()
         tour = elkai.DistanceMatrix(np.rint(inst.D * self.scale).astype(np.int64).tolist()).solve_tsp(runs=self.runs)
-        tour = canonical_tour(tour[:-1])
+        tour = self._orient(tour[:-1])
         wall = time.perf_counter() - t0
         return Solution(tour, self.task.cost(inst, tour), self.task.is_feasible(inst, tour), [],
                         {"wall_s": wall, "runs": self.runs})
 
 
-class ElkaiATSP:
+class ElkaiATSP(ElkaiTSP):
     """LKH-3 (elkai) on the asymmetric matrix rounded ×``scale``; ``runs`` LKH runs."""
 
-    def __init__(self, runs: int = 1, scale: float = 1e6):
-        self.runs = check_int("runs", runs, 1)
-        self.scale = check_real("scale", scale, low=0.0, low_open=True)
-        self.task = ATSPTask(local_search=False)
+    task_type = ATSPTask
 
-    def solve(self, instance, budget: Budget | None = None, seed: int = 0) -> Solution:
-        import elkai
-
-        inst = self.task.instance(instance)
-        t0 = time.perf_counter()
-        tour = elkai.DistanceMatrix(np.rint(inst.D * self.scale).astype(np.int64).tolist()).solve_tsp(runs=self.runs)
-        tour = np.asarray(tour[:-1], np.int64)
-        tour = np.roll(tour, -int(np.flatnonzero(tour == 0)[0]))
-        return Solution(tour, self.task.cost(inst, tour), self.task.is_feasible(inst, tour), [],
-                        {"wall_s": time.perf_counter() - t0, "runs": self.runs})
+    @staticmethod
+    def _orient(tour) -> np.ndarray:
+        # an asymmetric tour has one direction: only rotate it to start at city 0
+        tour = np.asarray(tour, np.int64)
+        return np.roll(tour, -int(np.flatnonzero(tour == 0)[0]))
 
 
 def _int_distances(inst, scale: float) -> np.ndarray:
