@@ -1,4 +1,4 @@
-"""Every ```python block of docs/*.md runs as written, in a fresh interpreter, in an
+"""Every ```python block of the README and of docs/*.md runs as written, in a fresh interpreter, in an
 empty directory. A block that cannot run here (it needs a GPU, say) is preceded by an HTML comment
 `<!-- no-test: why -->`, which the reader does not see and this test reports as a skip with its reason."""
 
@@ -11,8 +11,7 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-# the README's blocks join once its rewrite (issue 21) lands; today they use undefined placeholders
-PAGES = sorted((ROOT / "docs").glob("*.md"))
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"(?:<!--\s*no-test:\s*(?P<why>.*?)\s*-->\s*\n)?^```python[^\n]*\n(?P<code>.*?)^```", re.S | re.M)
 
 
