@@ -1,4 +1,4 @@
-"""The HTML report: summary with the three verdicts, figures first with their captions, the recorded
+"""The HTML report: summary with the four verdicts, figures first with their captions, the recorded
 tables, config and environment as tables, raw metrics folded and flattened, failed and stopped runs
 listed, one self-contained file whose links all land."""
 
@@ -55,6 +55,10 @@ def test_a_finished_run_reads_figures_first_then_claims_tables_config_env_and_fo
     assert "http://" not in text and "https://" not in text  # no network assets
 
 
+def _badges(text):
+    return re.findall(r"<span class='badge b-([\w-]+)( zero)?' title='(\d+) ([^']+)'[^>]*>(\d+)</span>", text)
+
+
 def test_the_summary_counts_each_verdict(fake_registry, tmp_path):
     run_experiment(fake_registry["fake-ok"], tmp_path, seed=0)
     path = tmp_path / "fake-ok" / "results.json"
@@ -63,9 +67,39 @@ def test_the_summary_counts_each_verdict(fake_registry, tmp_path):
     data["claims"] = [claim, {**claim, "holds": False}, {**claim, "holds": False}, {**claim, "holds": None}]
     path.write_text(json.dumps(data))
     text = report.render_index(tmp_path).read_text()
-    badges = re.findall(r"<span class='badge ([\w-]+)'>(\d+)</span>", text)
-    assert badges == [("b-yes", "1"), ("b-no", "2"), ("b-untested", "1")]
-    assert text.count("<td class='untested'>not tested</td>") == 1
+    assert [(kind, bool(zero), int(n)) for kind, zero, n, _, shown in _badges(text)] == [
+        ("yes", False, 1), ("no", False, 2), ("inconclusive", True, 0), ("untested", False, 1)]
+    assert all(n == shown for _, _, n, _, shown in _badges(text))
+    assert text.count("<td class='untested' data-label='verdict'>not tested</td>") == 1
+
+
+def test_inconclusive_and_unknown_verdicts_get_their_own_badge_and_colour(fake_registry, tmp_path, monkeypatch):
+    """The report reads verdict()'s strings: 'inconclusive' has its colour and count, and a verdict it
+    does not know is shown as it is and counted apart, never dropped or merged into another."""
+    run_experiment(fake_registry["fake-ok"], tmp_path, seed=0)
+    path = tmp_path / "fake-ok" / "results.json"
+    data = json.loads(path.read_text())
+    claim = data["claims"][0]
+    data["claims"] = [{**claim, "tag": t} for t in ("holds", "inconclusive", "inconclusive", "surprising")]
+    path.write_text(json.dumps(data))
+    monkeypatch.setattr(report, "verdict", lambda c: c["tag"])
+    text = report.render_index(tmp_path).read_text()
+    assert [(kind, int(n), word) for kind, _, n, word, _ in _badges(text)] == [
+        ("yes", 1, "held"), ("no", 0, "not held"), ("inconclusive", 2, "inconclusive"), ("untested", 0, "not tested"),
+        ("other", 1, "surprising")]
+    assert text.count("<td class='inconclusive' data-label='verdict'>inconclusive</td>") == 2
+    assert "<td class='other' data-label='verdict'>surprising</td>" in text
+    assert ".b-inconclusive{background:var(--inconclusive)}" in text and "--inconclusive:#" in text
+
+
+def test_a_claim_decided_over_seeds_shows_its_difference_and_interval(fake_registry, tmp_path):
+    run_experiment(fake_registry["fake-ok"], tmp_path, seed=0)
+    path = tmp_path / "fake-ok" / "results.json"
+    data = json.loads(path.read_text())
+    data["claims"][0].update(diff=0.5, ci=[0.25, 0.75], level=0.95, n=3, n_capped=1)
+    path.write_text(json.dumps(data))
+    text = report.render_index(tmp_path).read_text()
+    assert "<span class='ci'>+0.5, 95% CI [0.25, 0.75], 3 seeds, 1 capped left out</span></td>" in text
 
 
 def test_failed_and_stopped_runs_are_listed_as_such(fake_registry, tmp_path):
@@ -75,10 +109,13 @@ def test_failed_and_stopped_runs_are_listed_as_such(fake_registry, tmp_path):
     run_experiment(fake_registry["fake-ok"], tmp_path, seed=0)
     text = report.render_index(tmp_path).read_text()
     assert "<section id='fake-boom'>" in text and "deliberate failure" in text
-    assert re.search(r"fake-boom</a></td><td></td><td></td><td><span class='failed'>failed", text)
+    assert re.search(r"fake-boom</a><span class='paper'>Paper fake-boom</span></td><td[^>]*>none recorded</td>"
+                     r"<td data-label='status'><span class='failed'>failed", text)
     # a run stopped with Ctrl-C after an earlier success keeps its results and says its last attempt stopped
     (tmp_path / "fake-ok.error.txt").write_text("stopped at 2026-12-05\n\nKeyboardInterrupt\n")
-    assert "last attempt stopped" in report.render_index(tmp_path).read_text()
+    text = report.render_index(tmp_path).read_text()
+    assert "last attempt stopped" in text and "The last attempt stopped</span>; the results below" in text
+    assert "<summary>fake-ok.error.txt</summary><pre>stopped at 2026-12-05" in text
     # the next finished run clears the mark
     run_experiment(fake_registry["fake-ok"], tmp_path, seed=0)
     assert not (tmp_path / "fake-ok.error.txt").exists()

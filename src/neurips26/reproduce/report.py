@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import struct
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -21,26 +22,47 @@ from ._harness import SCHEMA_KEYS, png_data_uri, verdict
 __all__ = ["collect_results", "collect_incomplete", "flatten", "render_index"]
 
 _CSS = """
-:root{--yes:#1a7f37;--no:#cf222e;--untested:#9a6700;--line:#d0d7de;--soft:#f6f8fa}
+:root{--yes:#1a7f37;--no:#cf222e;--inconclusive:#8250df;--untested:#9a6700;--other:#57606a;--zero:#8c959f;
+--line:#d0d7de;--soft:#f6f8fa;--muted:#59636e}
 *{box-sizing:border-box}
+html{-webkit-text-size-adjust:100%;text-size-adjust:100%}
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:1100px;margin:0 auto;padding:1em;color:#1f2328;line-height:1.45}
 h1{font-size:1.6em}h2{font-size:1.3em;margin-top:0}h3{font-size:1.05em}
-nav{margin:.5em 0 1.5em}nav a{margin-right:.8em;white-space:nowrap}
+h1,h2,h3,h4,p,figcaption,summary,a{overflow-wrap:anywhere}
+nav{display:flex;flex-wrap:wrap;gap:.3em .9em;margin:.5em 0 1.5em}
 .scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;margin:.6em 0;font-size:.92em}
 td,th{border:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
 th{background:var(--soft)}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 td code{word-break:break-all}
+td .ci{display:block;color:var(--muted);font-size:.85em;font-weight:400}
 .badge{display:inline-block;min-width:1.8em;padding:0 .45em;border-radius:1em;color:#fff;font-weight:600;text-align:center}
-.b-yes{background:var(--yes)}.b-no{background:var(--no)}.b-untested{background:var(--untested)}.b-zero{background:#8c959f}
-.yes{color:var(--yes);font-weight:600}.no{color:var(--no);font-weight:600}.untested{color:var(--untested);font-weight:600}
+.badges{white-space:nowrap}
+.b-yes{background:var(--yes)}.b-no{background:var(--no)}.b-inconclusive{background:var(--inconclusive)}
+.b-untested{background:var(--untested)}.b-other{background:var(--other)}.badge.zero{background:var(--zero)}
+.yes{color:var(--yes);font-weight:600}.no{color:var(--no);font-weight:600}
+.inconclusive{color:var(--inconclusive);font-weight:600}.untested{color:var(--untested);font-weight:600}
+.other{color:var(--other);font-weight:600}
 .failed{color:var(--no);font-weight:600}.stopped{color:var(--untested);font-weight:600}
 section{border-top:2px solid var(--line);margin-top:2em;padding-top:1em}
-.meta{color:#59636e;font-size:.9em}
+.meta{color:var(--muted);font-size:.9em}.paper{display:block;color:var(--muted);font-size:.9em}
+.top{float:right;font-size:.85em;font-weight:400;margin-left:.6em}
 .figs{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,460px),1fr));gap:1em}
-figure{margin:0}figure img{width:100%;height:auto;border:1px solid var(--line)}
-figcaption{font-size:.88em;color:#59636e}
+figure{margin:0;min-width:0}figure.wide{grid-column:1/-1}
+figure img{display:block;width:100%;height:auto;border:1px solid var(--line)}
+figcaption{font-size:.88em;color:var(--muted)}
 details{margin:.8em 0}summary{cursor:pointer;font-weight:600}
+pre{overflow-x:auto;max-width:100%;background:var(--soft);padding:.6em;font-size:.85em}
+@media (max-width:640px){
+body{padding:.6em}h1{font-size:1.35em}h2{font-size:1.15em}
+table.cards,table.cards tbody,table.cards tr,table.cards td{display:block}
+table.cards{border:0}table.cards thead{display:none}
+table.cards tr{border:1px solid var(--line);border-radius:6px;margin:.5em 0;padding:.35em .6em}
+table.cards td{border:0;padding:1px 0;text-align:left;overflow-wrap:anywhere}
+table.cards td[data-label]{display:inline-block;margin-right:1.1em}
+table.cards td[data-label]::before{content:attr(data-label) ": ";color:var(--muted);font-weight:400}
+table.cards td:empty{display:none}
+}
 """
 
 
@@ -140,8 +162,34 @@ def _kv_table(rows: list[tuple[str, Any]], head: tuple[str, str]) -> str:
     return f"<div class='scroll'><table><tr><th>{e(head[0])}</th><th>{e(head[1])}</th></tr>{body}</table></div>"
 
 
-def _badge(n: int, kind: str) -> str:
-    return f"<span class='badge {'b-zero' if n == 0 else 'b-' + kind}'>{n}</span>"
+# the verdicts of _harness.verdict: CSS class and the word the summary uses; any other string
+# verdict() may return is shown as it is, in a neutral colour, and counted on its own
+_VERDICTS = {"holds": ("yes", "held"), "does not hold": ("no", "not held"),
+             "inconclusive": ("inconclusive", "inconclusive"), "not tested": ("untested", "not tested")}
+
+
+def _verdict_class(v: str) -> str:
+    return _VERDICTS.get(v, ("other", v))[0]
+
+
+def _badge(n: int, verdict_name: str) -> str:
+    cls, word = _VERDICTS.get(verdict_name, ("other", verdict_name))
+    e = html.escape
+    return (f"<span class='badge b-{cls}{' zero' if n == 0 else ''}' title='{n} {e(word)}' "
+            f"aria-label='{n} {e(word)}'>{n}</span>")
+
+
+def _legend() -> str:
+    return " / ".join(f"<span class='{cls}'>{word}</span>" for cls, word in _VERDICTS.values())
+
+
+def _png_size(path: Path) -> tuple[int, int] | None:
+    """(width, height) from a PNG's IHDR chunk, or None where the file is not a PNG."""
+    with open(path, "rb") as fh:
+        head = fh.read(24)
+    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return None
+    return struct.unpack(">II", head[16:24])
 
 
 _IMAGE = re.compile(r"^!\[(?P<alt>[^\]]*)\]\((?P<file>[^)]+\.png)\)$")
@@ -184,65 +232,118 @@ def _report_sections(report_md: Path) -> tuple[dict[str, str], list[str]]:
     return captions, blocks
 
 
+def _paper_of(slug: str) -> str:
+    """The paper title of a registered experiment (for a run that failed before writing results)."""
+    from . import EXPERIMENTS
+
+    exp = EXPERIMENTS.get(slug)
+    return exp.paper if exp is not None else ""
+
+
 def _summary(results: list[tuple[Path, dict[str, Any]]], incomplete: list[dict[str, Any]]) -> str:
     e = html.escape
     state = {i["slug"]: i for i in incomplete}
+    counted = [[verdict(c) for c in r["claims"]] for _, r in results]
+    others = sorted({v for vs in counted for v in vs} - set(_VERDICTS))
     rows = []
-    for _, r in results:
-        verdicts = [verdict(c) for c in r["claims"]]
-        held, no, untested = (verdicts.count(v) for v in ("holds", "does not hold", "not tested"))
+    for (_, r), verdicts in zip(results, counted):
+        badges = " ".join(_badge(verdicts.count(v), v) for v in [*_VERDICTS, *others])
         inc = state.get(r["slug"])
         status = "finished" if inc is None else f"<span class='{inc['state']}'>last attempt {inc['state']}</span>"
         rows.append(
-            f"<tr><td><a href='#{e(r['slug'])}'>{e(r['slug'])}</a></td><td>{e(r['paper'])}</td>"
-            f"<td>{_badge(held, 'yes')} {_badge(no, 'no')} {_badge(untested, 'untested')}</td><td>{status}</td>"
-            f"<td>{'quick' if r['quick'] else 'full'}</td><td class='num'>{r['wall_s']:.1f}</td></tr>")
+            f"<tr><td><a href='#{e(r['slug'])}'>{e(r['slug'])}</a><span class='paper'>{e(r['paper'])}</span></td>"
+            f"<td class='badges' data-label='claims'>{badges}</td><td data-label='status'>{status}</td>"
+            f"<td data-label='size'>{'quick' if r['quick'] else 'full'}</td>"
+            f"<td class='num' data-label='wall (s)'>{r['wall_s']:.1f}</td></tr>")
     for inc in incomplete:
         if not inc["has_results"]:
-            rows.append(f"<tr><td><a href='#{e(inc['slug'])}'>{e(inc['slug'])}</a></td><td></td><td></td>"
-                        f"<td><span class='{inc['state']}'>{inc['state']}</span></td><td></td><td></td></tr>")
-    return ("<div class='scroll'><table><tr><th>experiment</th><th>paper</th>"
-            "<th>claims: <span class='yes'>held</span> / <span class='no'>not held</span> / "
-            "<span class='untested'>not tested</span></th><th>status</th><th>size</th><th>wall (s)</th></tr>"
-            + "".join(rows) + "</table></div>")
+            paper = _paper_of(inc["slug"])
+            rows.append(f"<tr><td><a href='#{e(inc['slug'])}'>{e(inc['slug'])}</a><span class='paper'>{e(paper)}</span></td>"
+                        f"<td class='badges' data-label='claims'>none recorded</td>"
+                        f"<td data-label='status'><span class='{inc['state']}'>{inc['state']}</span></td>"
+                        f"<td></td><td></td></tr>")
+    legend = _legend() + "".join(f" / <span class='other'>{e(v)}</span>" for v in others)
+    return ("<div class='scroll' id='summary'><table class='cards'><thead><tr><th>experiment / paper</th>"
+            f"<th>claims: {legend}</th><th>status</th><th>size</th><th>wall (s)</th></tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table></div>")
+
+
+def _top() -> str:
+    return "<a class='top' href='#summary'>summary &uarr;</a>"
+
+
+def _tracebacks(inc: dict[str, Any]) -> list[str]:
+    e = html.escape
+    return [f"<details><summary>{e(err.name)}</summary><pre>{e(err.read_text()[-4000:])}</pre></details>"
+            for err in inc["errors"][:3]]
 
 
 def _incomplete_section(inc: dict[str, Any]) -> str:
     e = html.escape
     what = ("a task failed; its traceback:" if inc["state"] == "failed"
             else "the run was stopped before it wrote its results")
-    parts = [f"<section id='{e(inc['slug'])}'><h2>{e(inc['slug'])}: <span class='{inc['state']}'>{inc['state']}</span></h2>",
+    paper = _paper_of(inc["slug"])
+    parts = [f"<section id='{e(inc['slug'])}'><h2>{_top()}{e(inc['slug'])}{': ' + e(paper) if paper else ''} "
+             f"<span class='{inc['state']}'>({inc['state']})</span></h2>",
              f"<p>{e(what)} {inc['cached']} finished task(s) are cached; "
              f"<code>neurips26 run {e(inc['slug'])} --resume</code> runs only the rest.</p>"]
-    for err in inc["errors"][:3]:
-        parts.append(f"<details><summary>{e(err.name)}</summary><pre>{e(err.read_text()[-4000:])}</pre></details>")
+    parts += _tracebacks(inc)
     parts.append("</section>")
     return "".join(parts)
 
 
-def _experiment_section(path: Path, r: dict[str, Any]) -> str:
+def _figure(p: Path, caption: str) -> str:
+    e = html.escape
+    size = _png_size(p)
+    # width / height reserve the image's box before it decodes; a wide figure (two or more panels
+    # side by side) takes the whole row, so that its tick labels stay legible
+    dims = f" width='{size[0]}' height='{size[1]}'" if size else ""
+    wide = size is not None and size[0] >= 2 * size[1]
+    cls = " class='wide'" if wide else ""
+    return (f"<figure{cls}><img alt='{e(caption)}'{dims} src='{png_data_uri(p)}'>"
+            f"<figcaption>{e(caption)}</figcaption></figure>")
+
+
+def _verdict_cell(c: dict[str, Any], v: str) -> str:
+    """The verdict, and under it, for a claim decided over seeds, the mean paired difference
+    (positive favours ours) with its confidence interval and the number of seeds."""
+    e = html.escape
+    detail = ""
+    ci = c.get("ci")
+    if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(_is_number(x) for x in ci):
+        diff = f"{c['diff']:+.4g}, " if _is_number(c.get("diff")) else ""
+        level = f"{100 * c['level']:g}% " if _is_number(c.get("level")) else ""
+        seeds = f", {c['n']} seeds" if _is_number(c.get("n")) else ""
+        capped = f", {c['n_capped']} capped left out" if _is_number(c.get("n_capped")) and c["n_capped"] else ""
+        detail = f"<span class='ci'>{e(diff)}{e(level)}CI [{e(_fmt(ci[0]))}, {e(_fmt(ci[1]))}]{e(seeds + capped)}</span>"
+    return f"<td class='{_verdict_class(v)}' data-label='verdict'>{e(v)}{detail}</td>"
+
+
+def _experiment_section(path: Path, r: dict[str, Any], inc: dict[str, Any] | None = None) -> str:
     e = html.escape
     captions, blocks = _report_sections(path.parent / "report.md")
     env = r["env"]
-    parts = [f"<section id='{e(r['slug'])}'><h2>{e(r['slug'])}: {e(r['paper'])}</h2>",
+    parts = [f"<section id='{e(r['slug'])}'><h2>{_top()}{e(r['slug'])}: {e(r['paper'])}</h2>",
              f"<p class='meta'>{'quick' if r['quick'] else 'full'} size, seed {r['seed']}, {r['wall_s']:.1f} s, "
              f"commit {e(str(env.get('git_commit') or 'n/a'))[:12]}, torch {e(str(env.get('torch')))}, "
              f"{e(str(env.get('cpu_count')))} CPUs</p>"]
+    if inc is not None:
+        parts.append(f"<p><span class='{inc['state']}'>The last attempt {inc['state']}</span>; "
+                     "the results below are from the run before it.</p>")
+        parts += _tracebacks(inc)
     pngs = sorted(path.parent.glob("*.png"), key=lambda p: (list(captions).index(p.name) if p.name in captions else 1e9, p.name))
     if pngs:
         # embedded, so index.html is one self-contained file with no external assets
-        parts.append("<div class='figs'>" + "".join(
-            f"<figure><img alt='{e(captions.get(p.name, p.stem))}' src='{png_data_uri(p)}'>"
-            f"<figcaption>{e(captions.get(p.name, p.stem))}</figcaption></figure>" for p in pngs) + "</div>")
-    parts.append("<h3>Claims</h3><div class='scroll'><table><tr><th>claim</th><th>ours</th><th>baseline</th><th>verdict</th></tr>")
+        parts.append("<div class='figs'>" + "".join(_figure(p, captions.get(p.name, p.stem)) for p in pngs) + "</div>")
+    parts.append("<h3>Claims</h3><div class='scroll'><table class='cards'><thead><tr><th>claim</th><th>ours</th>"
+                 "<th>baseline</th><th>verdict</th></tr></thead><tbody>")
     for c in r["claims"]:
         v = verdict(c)
-        cls = {"holds": "yes", "does not hold": "no", "not tested": "untested"}[v]
-        parts.append(f"<tr><td>{e(c['claim'])}</td><td class='num'>{e(_fmt(c['ours']))}</td>"
-                     f"<td class='num'>{e(_fmt(c['baseline']))}</td><td class='{cls}'>{e(v)}</td></tr>")
+        parts.append(f"<tr><td>{e(c['claim'])}</td><td class='num' data-label='ours'>{e(_fmt(c['ours']))}</td>"
+                     f"<td class='num' data-label='baseline'>{e(_fmt(c['baseline']))}</td>{_verdict_cell(c, v)}</tr>")
     if not r["claims"]:
         parts.append("<tr><td colspan='4'>no claim tested</td></tr>")
-    parts.append("</table></div>")
+    parts.append("</tbody></table></div>")
     parts += blocks
     parts.append("<h3>Configuration</h3>" + _kv_table(list(flatten(r["config"])), ("setting", "value")))
     parts.append("<details><summary>Environment</summary>" + _kv_table(list(flatten(env)), ("", "")) + "</details>")
@@ -263,11 +364,13 @@ def render_index(out: Path) -> Path:
              f"<title>neurips26 results</title><style>{_CSS}</style></head><body>",
              "<h1>neurips26 reproductions</h1>",
              "<p class='meta'>Each claim compares our number with the strongest baseline's from the same run: "
-             "<span class='yes'>held</span>, <span class='no'>not held</span>, or <span class='untested'>not tested</span> "
-             "(both sides hit a cap, so the comparison says nothing).</p>",
+             "<span class='yes'>held</span>, <span class='no'>not held</span>, "
+             "<span class='inconclusive'>inconclusive</span> (the uncertainty over seeds covers both outcomes), "
+             "or <span class='untested'>not tested</span> (both sides hit a cap, so the comparison says nothing).</p>",
              "<nav>" + "".join(f"<a href='#{e(s)}'>{e(s)}</a>" for s in slugs) + "</nav>",
              _summary(results, incomplete)]
-    parts += [_experiment_section(path, r) for path, r in results]
+    state = {i["slug"]: i for i in incomplete}
+    parts += [_experiment_section(path, r, state.get(r["slug"])) for path, r in results]
     parts += [_incomplete_section(i) for i in incomplete if not i["has_results"]]
     parts.append("</body></html>")
     index = Path(out) / "index.html"
