@@ -36,6 +36,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -223,7 +224,7 @@ def score_grid(X, B, Ws) -> dict:
             "bic": count_accuracy(B, select_by_bic(X, graphs))}
 
 
-def evaluate(ctx, name, X, B, seed, cfg) -> dict:
+def evaluate(X, B, seed, cfg) -> dict:
     flow, t_flow, e_flow = run_dagflow(X)
     lam_hi, lam_lo = flow.path_.lambda_range  # the μ = 1 path: λ in DAGMA's own λ₁ units
     path_graphs = flow.candidate_graphs()
@@ -262,36 +263,55 @@ def evaluate(ctx, name, X, B, seed, cfg) -> dict:
     return res
 
 
-def run(ctx: RunContext) -> None:
+@dataclass(frozen=True)
+class SemTask:
+    """One data set of the sweep: a simulated SEM (graph, d, n, seed) or the Sachs data (graph "sachs")."""
+    graph: str
+    d: int
+    n: int
+    seed: int
+    cfg: dict  # the size's settings (part of the task's cache key)
+
+    @property
+    def name(self) -> str:
+        return "sachs" if self.graph == "sachs" else f"{self.graph} d={self.d} n={self.n}"
+
+
+def sem_data(task: SemTask):
+    if task.graph == "sachs":
+        X, B, _ = sachs()
+        return X, B
+    rng = np.random.default_rng(task.seed)
+    B = simulate_dag(task.graph, task.d, rng)
+    X, _ = simulate_sem(B, task.n, rng)
+    return X, B
+
+
+def run_task(task: SemTask) -> dict:
+    """Every method on one data set (a task of ``ctx.map``: runs in a worker under --jobs / --scheduler)."""
     from threadpoolctl import threadpool_limits
 
+    X, B = sem_data(task)
     # every method on one BLAS thread: the matrices are d × d or smaller, and on two cores
     # threads only contend (DAG-flow limits itself; the grids get the same treatment)
     with threadpool_limits(limits=1, user_api="blas"):
-        _run(ctx)
+        return evaluate(X, B, task.seed, task.cfg)
 
 
-def _run(ctx: RunContext) -> None:
+def run(ctx: RunContext) -> None:
     cfg = SIZES[ctx.quick]
     ctx.config.update({k: v for k, v in cfg.items()} | {"threshold": THRESHOLD, "lambda_min_ratio": LAMBDA_MIN_RATIO})
-    jobs = [(f"{g} d={d} n={n}", g, d, n, seed) for (g, d, n) in cfg["settings"] for seed in cfg["seeds"]]
-    results: dict = {}
-    example = None
-    for name, g, d, n, seed in ctx.track(jobs, "SEM settings x seeds"):
-        rng = np.random.default_rng(seed)
-        B = simulate_dag(g, d, rng)
-        X, _ = simulate_sem(B, n, rng)
-        results.setdefault(name, []).append(evaluate(ctx, name, X, B, seed, cfg))
-        if example is None:
-            example = (name, X, B)
+    tasks = [SemTask(g, d, n, seed, cfg) for (g, d, n) in cfg["settings"] for seed in cfg["seeds"]]
     if cfg["sachs"]:
-        X, B, _ = sachs()
-        results["sachs"] = [evaluate(ctx, "sachs", X, B, 0, cfg)]
+        tasks.append(SemTask("sachs", 11, 0, 0, cfg))
+    results: dict = {}
+    for task, res in zip(tasks, ctx.map(run_task, tasks, description="SEM settings x seeds")):
+        results.setdefault(task.name, []).append(res)
     summary = summarize(results, cfg)
     ctx.metric("summary", summary)
     claims(ctx, summary, cfg)
     table(ctx, summary, cfg)
-    plot_path(ctx, *example)
+    plot_path(ctx, tasks[0].name, *sem_data(tasks[0]))
 
 
 def methods(cfg) -> list[str]:
