@@ -14,14 +14,25 @@ from pathlib import Path
 from typing import Sequence
 
 from rich.console import Console
+from rich.markup import escape as rich_escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from . import reproduce
-from .reproduce._harness import check_writable, run_experiment, tally, verdict
+from .reproduce._harness import VERDICTS, check_writable, run_experiment, tally, verdict, verdict_counts, verdict_text
 
 console = Console(stderr=True, soft_wrap=True)  # never break paths or messages mid-line
 out_console = Console()
+
+
+VERDICT_STYLE = {"holds": "green", "does not hold": "red", "inconclusive": "magenta", "not tested": "yellow"}
+
+
+def _verdict_summary(claims) -> str:
+    """'3 held, 1 do not hold, 2 inconclusive, 0 not tested (of 6 claims)'."""
+    c = verdict_counts(claims)
+    return (f"{c['holds']} held, {c['does not hold']} do not hold, {c['inconclusive']} inconclusive, "
+            f"{c['not tested']} not tested (of {len(claims)} claims)")
 
 
 def _progress() -> Progress:
@@ -88,16 +99,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             continue
         if (args.jobs or args.scheduler) and "tasks" not in res["env"]:
             console.print(f"  [yellow]note:[/] {exp.slug} does not run its sweep through ctx.map (yet): it ran in this process")
-        held, tested = tally(res["claims"])
-        untested = len(res["claims"]) - tested
-        console.print(f"  {held}/{tested} claims held{f', {untested} not tested' if untested else ''}, "
-                      f"{res['wall_s']:.1f} s -> {out / exp.slug}")
-        style = {"holds": "green", "does not hold": "red", "not tested": "yellow"}
+        out_dir = out / exp.slug
+        console.print(f"  {_verdict_summary(res['claims'])}, {res['wall_s']:.1f} s -> {out_dir}")
         for c in res["claims"]:
             v = verdict(c)
             ours = "n/a" if c["ours"] is None else f"{c['ours']:.4g}"
             base = "n/a" if c["baseline"] is None else f"{c['baseline']:.4g}"
-            console.print(f"  - {c['claim']}: ours {ours} vs baseline {base}: [{style[v]}]{v}[/]")
+            mean = " (means over seeds)" if c.get("n_capped") is not None else ""
+            console.print(f"  - {rich_escape(c['claim'])}: ours {ours} vs baseline {base}{mean}: "
+                          f"[{VERDICT_STYLE[v]}]{rich_escape(verdict_text(c))}[/]")
     if failed:
         console.print(f"[red]{len(failed)} experiment(s) failed:[/] {', '.join(failed)}")
         return 1
@@ -117,10 +127,18 @@ def cmd_report(args: argparse.Namespace) -> int:
         console.print(f"[red]error:[/] no results.json under {out}/; run `neurips26 run SLUG --quick` first")
         return 2
     index = render_index(out)
-    table = Table("slug", "claims held / tested", "size", "wall (s)")
+    table = Table()
+    table.add_column("slug", no_wrap=True)
+    table.add_column("claims held / tested")  # tested: holds, does not hold or inconclusive
+    table.add_column(" / ".join(f"[{VERDICT_STYLE[v]}]{v.replace('does not hold', 'not held')}[/]" for v in VERDICTS[1:]))
+    table.add_column("size")
+    table.add_column("wall (s)", justify="right")
     for _, r in results:
+        counts = verdict_counts(r["claims"])
         held, tested = tally(r["claims"])
-        table.add_row(r["slug"], f"{held} / {tested}", "quick" if r["quick"] else "full", f"{r['wall_s']:.1f}")
+        table.add_row(r["slug"], f"{held} / {tested}",
+                      " / ".join(f"[{VERDICT_STYLE[v]}]{counts[v]}[/]" if counts[v] else "0" for v in VERDICTS[1:]),
+                      "quick" if r["quick"] else "full", f"{r['wall_s']:.1f}")
     out_console.print(table)
     out_console.print(f"wrote {index}")
     return 0

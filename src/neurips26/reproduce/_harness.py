@@ -31,8 +31,9 @@ from ._tasks import (
 
 T = TypeVar("T")
 
-__all__ = ["Experiment", "RunContext", "Claim", "run_experiment", "check_writable", "environment", "task_seed",
-           "SCHEMA_KEYS", "tally", "verdict"]
+__all__ = ["Experiment", "RunContext", "Claim", "PairedClaim", "run_experiment", "check_writable", "environment",
+           "task_seed", "SCHEMA_KEYS", "VERDICTS", "tally", "verdict", "verdict_counts", "verdict_text",
+           "paired_interval"]
 
 SCHEMA_KEYS = ("slug", "paper", "quick", "seed", "wall_s", "env", "config", "metrics", "claims")
 
@@ -54,23 +55,112 @@ class Experiment:
         return getattr(importlib.import_module(module), func)
 
 
+VERDICTS = ("holds", "does not hold", "inconclusive", "not tested")
+# the ``holds`` field each verdict is stored with (old readers know only True / False / None)
+_HOLDS = {"holds": True, "does not hold": False, "inconclusive": None, "not tested": None}
+
+
 @dataclass
 class Claim:
+    """A claim decided from one run (``RunContext.claim``)."""
+
     claim: str
     ours: float | None
     baseline: float | None
     holds: bool | None  # None: not tested (both sides hit a cap, or not measurable at this size)
 
 
+@dataclass
+class PairedClaim(Claim):
+    """A claim decided over seeds by a paired comparison (``RunContext.compare``).
+
+    ``ours`` / ``baseline`` are the means over all seeds; ``diff`` is the mean paired difference
+    signed so that a positive value favours ours (``ours - baseline`` when higher is better,
+    ``baseline - ours`` when lower is), ``ci`` its two-sided Student-t interval at ``level`` over the
+    ``n`` seeds compared; ``n_capped`` seeds where both sides hit a cap are left out of the comparison.
+    ``holds`` is None for an inconclusive claim too; ``verdict`` tells the two apart."""
+
+    n: int = 0
+    n_capped: int = 0
+    better: str = "higher"
+    margin: float = 0.0
+    level: float = 0.95
+    diff: float | None = None
+    ci: list[float] | None = None
+    verdict: str = "not tested"
+    ours_seeds: list[float] = field(default_factory=list)
+    baseline_seeds: list[float] = field(default_factory=list)
+
+
 def verdict(claim: dict) -> str:
-    """'holds', 'does not hold' or 'not tested' for one claim of a results.json."""
-    return "not tested" if claim["holds"] is None else "holds" if claim["holds"] else "does not hold"
+    """'holds', 'does not hold', 'inconclusive' or 'not tested' for one claim of a results.json.
+
+    A claim decided over seeds stores its verdict; an older or single-run record has only ``holds``
+    (True / False / None = not tested), from which the verdict follows."""
+    stored = claim.get("verdict")
+    if stored is None:
+        return "not tested" if claim["holds"] is None else "holds" if claim["holds"] else "does not hold"
+    if stored not in _HOLDS:
+        raise ValueError(f"claim {claim.get('claim')!r}: verdict must be one of {', '.join(VERDICTS)}, got {stored!r}")
+    if "holds" in claim and claim["holds"] is not _HOLDS[stored]:
+        raise ValueError(f"claim {claim.get('claim')!r}: verdict {stored!r} contradicts holds={claim['holds']!r} "
+                         f"(a {stored!r} claim is stored with holds={_HOLDS[stored]!r})")
+    return stored
+
+
+def verdict_counts(claims: Sequence[dict]) -> dict[str, int]:
+    """How many claims of a results.json have each verdict, in the order of ``VERDICTS``."""
+    found = [verdict(c) for c in claims]
+    return {v: found.count(v) for v in VERDICTS}
 
 
 def tally(claims: Sequence[dict]) -> tuple[int, int]:
-    """(claims that hold, claims tested) of a results.json; untested claims count in neither."""
-    tested = [c for c in claims if c["holds"] is not None]
-    return sum(bool(c["holds"]) for c in tested), len(tested)
+    """(claims that hold, claims tested) of a results.json. Tested means holds, does not hold or
+    inconclusive (an inconclusive claim was tested, and did not hold up); not tested counts in neither."""
+    counts = verdict_counts(claims)
+    return counts["holds"], counts["holds"] + counts["does not hold"] + counts["inconclusive"]
+
+
+def paired_interval(ours: Sequence[float], baseline: Sequence[float], *, better: str = "higher",
+                    level: float = 0.95) -> tuple[float, float, float]:
+    """(mean, low, high) of the paired differences ``ours[i] - baseline[i]`` (``baseline[i] - ours[i]``
+    when ``better="lower"``: a positive difference always favours ours), with the two-sided Student-t
+    confidence interval at ``level`` on n - 1 degrees of freedom (what ``scipy.stats.ttest_rel`` gives).
+    Needs n >= 2 pairs of finite numbers; differences that are all equal give an interval of zero width."""
+    from scipy import stats
+
+    if better not in ("higher", "lower"):
+        raise ValueError(f"better must be 'higher' or 'lower', got {better!r}")
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+        raise ValueError(f"level must be a number strictly between 0 and 1, got {level!r}")
+    a = _finite_series("ours", ours)
+    b = _finite_series("baseline", baseline)
+    if len(a) != len(b):
+        raise ValueError(f"ours and baseline must have one value per seed each, got {len(a)} and {len(b)} values")
+    if len(a) < 2:
+        raise ValueError(f"a paired comparison needs at least 2 seeds (values per side), got {len(a)}")
+    d = [x - y for x, y in zip(a, b)] if better == "higher" else [y - x for x, y in zip(a, b)]
+    n = len(d)
+    mean = math.fsum(d) / n
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in d) / (n - 1))
+    if sd == 0.0:  # every seed gave the same difference: no spread to widen the interval
+        return mean, mean, mean
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+def _finite_series(name: str, values: Any) -> list[float]:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise TypeError(f"{name} must be a sequence of numbers (one per seed), got {type(values).__name__}")
+    try:
+        values = [float(v) for v in values]  # lists, tuples, NumPy arrays, 1-d tensors
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a sequence of numbers (one per seed), got {values!r}") from None
+    bad = [i for i, v in enumerate(values) if not math.isfinite(v)]
+    if bad:
+        raise ValueError(f"{name}[{bad[0]}] is {values[bad[0]]}: every seed's value must be finite "
+                         f"(a run that diverged or hit a cap needs its own rule, e.g. capped=...)")
+    return values
 
 
 def _finite_number(name: str, value: Any) -> float | int:
@@ -135,6 +225,53 @@ class RunContext:
             def number(name, v):
                 return float(_finite_number(name, v))
         self.claims.append(Claim(claim, number("ours", ours), number("baseline", baseline), holds))
+
+    def compare(self, claim: str, ours: Sequence[float], baseline: Sequence[float], *, better: str = "higher",
+                margin: float = 0.0, level: float = 0.95, capped: Sequence[bool] | None = None) -> str:
+        """Record a claim decided over seeds by a paired comparison, and return its verdict.
+
+        ``ours[i]`` and ``baseline[i]`` are the two sides' figures on seed (or instance) ``i``; ``better``
+        says whether a higher or a lower figure is better. The claim is that ours beats the baseline by
+        more than ``margin`` (in the figure's units; a negative margin states "no worse than by more
+        than -margin"). With ``d`` the paired differences signed so that positive favours ours, and
+        ``[lo, hi]`` the two-sided Student-t interval of their mean at ``level``:
+
+        * ``holds`` when ``lo > margin`` (the whole interval favours ours beyond the margin);
+        * ``does not hold`` when ``hi < margin`` (the whole interval is on the baseline's side);
+        * ``inconclusive`` otherwise (the interval contains the margin: zero, by default).
+
+        ``capped[i]`` True marks a seed where both sides hit a cap (budget, time-out, clipping): it says
+        nothing about which is better and is left out of the comparison; with fewer than 2 seeds left
+        the claim is ``not tested``. Needs at least 2 seeds; every value must be finite."""
+        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin):
+            raise ValueError(f"margin must be a finite number, got {margin!r}")
+        a, b = _finite_series("ours", ours), _finite_series("baseline", baseline)
+        if len(a) != len(b):
+            raise ValueError(f"ours and baseline must have one value per seed each, got {len(a)} and {len(b)} values")
+        if capped is None:
+            cap = [False] * len(a)
+        else:
+            import numpy as np
+
+            cap = list(capped)
+            if len(cap) != len(a) or not all(isinstance(c, (bool, np.bool_)) for c in cap):
+                raise ValueError(f"capped must be one bool per seed ({len(a)} of them), got {capped!r}")
+            cap = [bool(c) for c in cap]
+        keep = [i for i, c in enumerate(cap) if not c]
+        if len(a) < 2:
+            raise ValueError(f"a paired comparison needs at least 2 seeds (values per side), got {len(a)}")
+        mean_of = lambda v: math.fsum(v) / len(v)  # noqa: E731
+        record = dict(claim=claim, ours=mean_of(a), baseline=mean_of(b), holds=None, n=len(keep),
+                      n_capped=len(a) - len(keep), better=better, margin=float(margin), level=float(level),
+                      ours_seeds=a, baseline_seeds=b)
+        if len(keep) < 2:
+            paired_interval(a, b, better=better, level=level)  # the same checks of better and level
+            self.claims.append(PairedClaim(**record, verdict="not tested"))
+            return "not tested"
+        diff, lo, hi = paired_interval([a[i] for i in keep], [b[i] for i in keep], better=better, level=level)
+        v = "holds" if lo > margin else "does not hold" if hi < margin else "inconclusive"
+        self.claims.append(PairedClaim(**(record | dict(holds=_HOLDS[v])), diff=diff, ci=[lo, hi], verdict=v))
+        return v
 
     def table(self, title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
         def cell(v: Any) -> str:
@@ -418,7 +555,21 @@ def _num(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.4g}"
 
 
+def verdict_text(claim: dict) -> str:
+    """The verdict, and for a claim decided over seeds its mean difference (positive favours ours)
+    with its interval: 'holds (+0.0123, 95% CI [0.004, 0.0206], 3 seeds)'."""
+    v = verdict(claim)
+    if claim.get("ci") is None:
+        return v + (f" ({claim['n_capped']} seeds capped on both sides)" if claim.get("n_capped") else "")
+    lo, hi = claim["ci"]
+    capped = f", {claim['n_capped']} capped left out" if claim.get("n_capped") else ""
+    margin = f", margin {claim['margin']:.4g}" if claim.get("margin") else ""
+    return (f"{v} ({claim['diff']:+.4g}, {100 * claim['level']:g}% CI [{lo:.4g}, {hi:.4g}], "
+            f"{claim['n']} seeds{capped}{margin})")
+
+
 def render_markdown(results: dict[str, Any], sections: Sequence[str]) -> str:
+    counts = verdict_counts(results["claims"])
     lines = [
         f"# {results['slug']}: {results['paper']}",
         "",
@@ -428,12 +579,18 @@ def render_markdown(results: dict[str, Any], sections: Sequence[str]) -> str:
         "",
         "## Claims",
         "",
-        "| claim | ours | baseline | holds |",
+        ", ".join(f"{k}: {v}" for k, v in counts.items()) + ". A claim decided over seeds shows the mean "
+        "difference ours vs baseline (positive favours ours) and its confidence interval; it is inconclusive "
+        "when the interval contains zero (or the stated margin).",
+        "",
+        "| claim | ours | baseline | verdict |",
         "|---|---|---|---|",
     ]
-    mark = {"holds": "yes", "does not hold": "**no**", "not tested": "not tested"}
     for c in results["claims"]:
-        lines.append(f"| {c['claim']} | {_num(c['ours'])} | {_num(c['baseline'])} | {mark[verdict(c)]} |")
+        v = verdict_text(c)
+        if verdict(c) == "does not hold":
+            v = f"**{v}**"
+        lines.append(f"| {c['claim']} | {_num(c['ours'])} | {_num(c['baseline'])} | {v} |")
     if not results["claims"]:
         lines.append("| (no claim tested) | | | |")
     lines += ["", "## Results", ""]
