@@ -23,7 +23,9 @@ evaluated before).
 from __future__ import annotations
 
 import copy
+import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -92,31 +94,58 @@ def _run(ctx: RunContext) -> None:
                 pass
             ctx.metric(f"vae_{space}", {"epochs": meta["epochs"], "final_loss": meta["losses"][-1],
                                         "n_train": meta["n_train"]})
+    tasks = [BoRun(t, name, kernel, sampler, ls, s, cfg["vae_epochs"][objective_for(t)[0]], cfg["n_init"], cfg["batch"],
+                   cfg["n_candidates"], cfg["finetune_every"], cfg["budget"])
+             for t in cfg["tasks"] for (name, kernel, sampler, ls) in methods(t, cfg) for s in cfg["seeds"]]
     results: dict = {}
-    jobs = [(t, m, s) for t in cfg["tasks"] for m in methods(t, cfg) for s in cfg["seeds"]]
-    pools = {space: training_objects(space) for space in codecs}
-    for task, (name, kernel, sampler, ls), seed in ctx.track(jobs, "task x method x seed"):
-        space, objective = objective_for(task)
-        rng = np.random.default_rng(seed)
-        pool = pools[space]
-        init = [pool[i] for i in rng.choice(len(pool), cfg["n_init"], replace=False)]
-        codec = copy.deepcopy(codecs[space])
-        torch.manual_seed(seed)
-        bo = LatentSpaceBO(codec, objective, kernel=kernel, sampler=sampler, batch_size=cfg["batch"],
-                           n_candidates=cfg["n_candidates"], finetune_every=cfg["finetune_every"],
-                           finetune_epochs=1, lengthscale_init=ls, seed=seed)
-        res = bo.run(init, cfg["budget"])
-        valid = res.n_proposed - res.n_invalid
-        slot = results.setdefault(task, {}).setdefault(name, [])
-        slot.append({"best": res.best[1], "best_object": str(res.best[0]), "top10": res.top_k_mean(10),
-                     "validity": valid / max(res.n_proposed, 1),
-                     "uniqueness": (valid - res.n_duplicates) / max(valid, 1),
-                     "curve": res.best_curve, "init_best": res.best_curve[0]})
+    for run_, res in zip(tasks, ctx.map(run_bo, tasks, description="task x method x seed")):
+        results.setdefault(run_.task, {}).setdefault(run_.method, []).append(res)
     summary = summarize(results)
     ctx.metric("summary", summary)
     claims(ctx, summary, cfg)
     tables(ctx, summary)
     plot(ctx, results)
+
+
+@dataclass(frozen=True)
+class BoRun:
+    """One BO run of the sweep (a task of ``ctx.map``)."""
+    task: str
+    method: str
+    kernel: str
+    sampler: str
+    lengthscale: float | None
+    seed: int
+    vae_epochs: int
+    n_init: int
+    batch: int
+    n_candidates: int
+    finetune_every: int
+    budget: int
+
+
+@functools.lru_cache(maxsize=None)
+def _codec_and_pool(space: str, epochs: int):
+    """The cached pretrained VAE (trained by the parent before the sweep) and its training objects,
+    loaded once per process."""
+    codec, _ = pretrained_codec(space, epochs=epochs)
+    return codec, training_objects(space)
+
+
+def run_bo(r: BoRun) -> dict:
+    space, objective = objective_for(r.task)
+    codec, pool = _codec_and_pool(space, r.vae_epochs)
+    rng = np.random.default_rng(r.seed)
+    init = [pool[i] for i in rng.choice(len(pool), r.n_init, replace=False)]
+    torch.manual_seed(r.seed)
+    bo = LatentSpaceBO(copy.deepcopy(codec), objective, kernel=r.kernel, sampler=r.sampler, batch_size=r.batch,
+                       n_candidates=r.n_candidates, finetune_every=r.finetune_every, finetune_epochs=1,
+                       lengthscale_init=r.lengthscale, seed=r.seed)
+    res = bo.run(init, r.budget)
+    valid = res.n_proposed - res.n_invalid
+    return {"best": res.best[1], "best_object": str(res.best[0]), "top10": res.top_k_mean(10),
+            "validity": valid / max(res.n_proposed, 1), "uniqueness": (valid - res.n_duplicates) / max(valid, 1),
+            "curve": res.best_curve, "init_best": res.best_curve[0]}
 
 
 def summarize(results) -> dict:
