@@ -168,21 +168,29 @@ def _number(v: float | None) -> str:
 
 def claims_block(slug: str) -> str:
     """The reference quick run's claims, as the page shows them."""
-    from neurips26.reproduce._harness import tally, verdict
+    from neurips26.reproduce._harness import tally, verdict, verdict_counts
     results = load(slug)
     if results is None:
         return f"No reference quick run is committed yet (`results/quick/{slug}.json`)."
     env = results.get("env", {})
     held, tested = tally(results["claims"])
+    counts = verdict_counts(results["claims"])
+    others = ", ".join(f"{counts[v]} {v}" for v in ("inconclusive", "not tested") if counts[v])
     where = ", ".join(x for x in (env.get("cpu"), f"{env['cpu_count']} cores" if env.get("cpu_count") else None,
                                   f"torch {env['torch']}" if env.get("torch") else None) if x)
     commit = (env.get("git_commit") or "n/a")[:9]
+    ci = any("ci" in c for c in results["claims"])
     lines = [f"`neurips26 run {slug} --quick --seed {results['seed']}` at commit `{commit}` ({where}): "
-             f"**{held} of {tested} tested claims hold**, wall time {results['wall_s']:.0f} s "
+             f"**{held} of {tested} tested claims hold**{f' ({others})' if others else ''}, wall time {results['wall_s']:.0f} s "
              f"(`results/quick/{slug}.json`).", "",
-             "| claim | ours | baseline | verdict |", "|---|---|---|---|"]
+             "| claim | ours | baseline | verdict |" + (" paired difference over seeds (interval) |" if ci else ""),
+             "|---|---|---|---|" + ("---|" if ci else "")]
     for c in results["claims"]:
-        lines.append(f"| {_cell(c['claim'])} | {_number(c['ours'])} | {_number(c['baseline'])} | {verdict(c)} |")
+        row = f"| {_cell(c['claim'])} | {_number(c['ours'])} | {_number(c['baseline'])} | {verdict(c)} |"
+        if ci:
+            row += (f" {_number(c['diff'])} [{_number(c['ci'][0])}, {_number(c['ci'][1])}], "
+                    f"{100 * c['level']:g} %, n = {c['n']} |" if c.get("ci") else " single run |")
+        lines.append(row)
     return "\n".join(lines)
 
 
