@@ -58,6 +58,12 @@ class QueryCounter:
         self.queries += s * (2 * k + 1)
         self.circuits += s
 
+    def charge_queries(self, n: int, circuits: int = 0) -> None:
+        """``n`` uses of U or U† counted directly (a circuit whose cost is not a Grover count, e.g.
+        multivariate phase estimation: phase-oracle degree × amplification), in ``circuits`` shots."""
+        self.queries += int(n)
+        self.circuits += int(circuits)
+
     def snapshot(self) -> dict:
         return dict(queries=self.queries, grover=self.grover, samples=self.samples, circuits=self.circuits)
 

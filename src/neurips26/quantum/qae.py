@@ -34,7 +34,8 @@ import numpy as np
 from .._checks import check_int
 from .oracles import QueryCounter, as_rng
 
-__all__ = ["qae_law", "AnalyticBackend", "StatevectorBackend", "QiskitBackend", "get_backend", "estimates_from_outcomes"]
+__all__ = ["qae_law", "AnalyticBackend", "StatevectorBackend", "QiskitBackend", "get_backend", "estimates_from_outcomes",
+           "fejer_law", "sample_fejer"]
 
 MAX_M = 32  # the windowed analytic sampler never builds the law; float64 keeps y − Mω exact to ~1e-6 here
 MAX_LAW_M = 24  # building the whole law (qae_law, statevector, qiskit): 2^24 outcomes at most
@@ -272,6 +273,48 @@ class QiskitBackend:
         for state, c in counts.items():
             ys += [int(state.replace(" ", "")[:m][::-1], 2)] * c  # qiskit-algorithms' reading of a bitstring
         return as_rng(rng).permutation(np.array(ys, dtype=np.int64))
+
+
+def fejer_law(center: float, M: int) -> np.ndarray:
+    """The outcome law ``(M,)`` of phase estimation on ``Z_M`` for the linear phase ``e^{2πi k c/M}``:
+    ``P(y) = F(y − c) = sin²(π(y − c)) / (M² sin²(π(y − c)/M))`` (``M`` any integer >= 1, not only
+    a power of two: the QFT over ``Z_M``)."""
+    M = check_int("M", M, minimum=1)
+    if M > 2**MAX_LAW_M:
+        raise ValueError(f"M must be <= 2^{MAX_LAW_M} to build the whole law, got {M}")
+    law = AnalyticBackend._kernel(np.arange(M), float(center), M)
+    return law / law.sum()
+
+
+def sample_fejer(centers, M: int, rng) -> np.ndarray:
+    """One exact draw ``y ∈ {0..M−1}`` from :func:`fejer_law` for each centre of ``centers`` (any
+    shape), vectorized. For ``M <= 128``: inverse CDF of the whole law. Otherwise the inverse CDF
+    runs, for every centre at once, over the first ring of :class:`AnalyticBackend`'s sampler
+    (offsets 0..63 then −1..−63 from ``floor(c)``); a uniform beyond that ring's mass (about 1% of
+    the draws) is handed, unchanged, to that ring-by-ring sampler, which continues the same
+    ordering, so every draw is the exact inverse CDF."""
+    c = np.asarray(centers, float)
+    M = check_int("M", M, minimum=1)
+    if not np.isfinite(c).all():
+        raise ValueError("centers must be finite")
+    rng = as_rng(rng)
+    flat = c.reshape(-1)
+    u = rng.random(flat.size)
+    if M <= 128:
+        cdf = np.cumsum(AnalyticBackend._kernel(np.arange(M)[None, :], flat[:, None], M), axis=1)
+        idx = np.minimum((cdf < (u * cdf[:, -1])[:, None]).sum(axis=1), M - 1)
+        return idx.astype(np.int64).reshape(c.shape)
+    base = np.floor(flat).astype(np.int64)
+    offs = np.concatenate([np.arange(0, 64), -np.arange(1, 64)])
+    ys = np.mod(base[:, None] + offs[None, :], M)
+    cdf = np.cumsum(AnalyticBackend._kernel(ys, flat[:, None], M), axis=1)
+    idx = (cdf < u[:, None]).sum(axis=1)
+    out = np.empty(flat.size, dtype=np.int64)
+    hit = idx < offs.size
+    out[hit] = ys[hit, idx[hit]]
+    for i in np.flatnonzero(~hit):  # rare: the draw lies beyond the first ring
+        out[i] = AnalyticBackend()._draw(float(flat[i]), M, u[i : i + 1])[0]
+    return out.reshape(c.shape)
 
 
 _BACKENDS = {"analytic": AnalyticBackend, "statevector": StatevectorBackend, "qiskit": QiskitBackend}
