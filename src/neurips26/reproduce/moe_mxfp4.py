@@ -25,6 +25,12 @@ held-out text, perplexity for:
 
 Routing agreement with the reference (exact top-k set match and Jaccard) on held-out tokens
 for every variant.
+
+Every architecture runs on several seeds (quick: 3, full: 5; seed ``--seed + i``: a fresh model,
+pretraining order and QAT batches), and each comparison is decided over them, paired by seed,
+with a 95% Student-t interval of the difference (``RunContext.compare``): the differences at stake
+are a fraction of a percent of perplexity, so one run's sign is not evidence. The replay fraction
+is picked on the calibration text (not on the held-out text it is then scored on).
 """
 
 from __future__ import annotations
@@ -43,10 +49,10 @@ from ._common import pyplot, stdlib_text
 from ._harness import RunContext
 
 SIZES = {
-    True: dict(archs=("qwen3",), pretrain_steps=300, qat_steps=60, context=64, batch=16, eval_seqs=96, rank=4,
-               fractions=(0.5, 1.0), width=64, experts=8),
-    False: dict(archs=("mixtral", "qwen3", "deepseek"), pretrain_steps=800, qat_steps=200, context=64, batch=16,
-                eval_seqs=256, rank=4, fractions=(0.25, 0.5, 1.0), width=64, experts=8),
+    True: dict(archs=("qwen3",), seeds=3, pretrain_steps=300, qat_steps=60, context=64, batch=16, eval_seqs=96,
+               rank=4, fractions=(0.5, 1.0), width=64, experts=8),
+    False: dict(archs=("mixtral", "qwen3", "deepseek"), seeds=5, pretrain_steps=800, qat_steps=200, context=64,
+                batch=16, eval_seqs=256, rank=4, fractions=(0.25, 0.5, 1.0), width=64, experts=8),
 }
 
 
@@ -230,11 +236,31 @@ def run_arch(arch, cfg, seed, track) -> dict:
     for fraction in cfg["fractions"]:
         m = variant(load_ranks, "residual")
         distill_adapters(m, model, qat_batches, cfg["qat_steps"], routes=log, replay_fraction=fraction)
-        sweep[fraction] = (perplexity(m, evals), agreement(ref_routes, routes_on(m, evals)[0]))
-    best = min(sweep, key=lambda f: sweep[f][0])  # the fraction a user would pick: lowest perplexity
-    out["ppl_qat_replay"], out["agree_qat_replay"] = sweep[best]
+        sweep[fraction] = (perplexity(m, calib_batches), perplexity(m, evals), agreement(ref_routes, routes_on(m, evals)[0]))
+    # the fraction a user would pick: lowest perplexity on the calibration text (the held-out text only scores it)
+    best = min(sweep, key=lambda f: sweep[f][0])
+    out["ppl_qat_replay"], out["agree_qat_replay"] = sweep[best][1:]
     out["replay_fraction"] = best
-    out["replay_sweep"] = {str(f): {"ppl": p, **a} for f, (p, a) in sweep.items()}
+    out["replay_sweep"] = {str(f): {"ppl_calib": c, "ppl": p, **a} for f, (c, p, a) in sweep.items()}
+    return out
+
+
+def arch_seed_task(task: dict) -> dict:
+    """One architecture on one seed (a task of ``RunContext.map``)."""
+    return run_arch(task["arch"], task["cfg"], task["seed"], lambda items, desc: items)
+
+
+def mean_over_seeds(runs: list[dict]) -> dict:
+    """The mean of every perplexity and agreement figure over seeds, with the perplexities' spread."""
+    out = {}
+    for k in VARIANTS:
+        values = [r[f"ppl_{k}"] for r in runs]
+        out[f"ppl_{k}"] = float(np.mean(values))
+        out[f"ppl_{k}_sd"] = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+        if k != "bf16":
+            out[f"agree_{k}"] = {m: float(np.mean([r[f"agree_{k}"][m] for r in runs])) for m in ("exact", "jaccard")}
+    out["load_max_over_mean"] = float(np.mean([r["load_max_over_mean"] for r in runs]))
+    out["replay_fractions"] = [r["replay_fraction"] for r in runs]
     return out
 
 
@@ -243,62 +269,88 @@ VARIANTS = ("bf16", "rtn", "gptq", "uniform", "loadaware", "qat", "qat_replay")
 
 def run(ctx: RunContext) -> None:
     cfg = SIZES[ctx.quick]
+    if cfg["seeds"] < 2:
+        raise ValueError(f"moe-mxfp4 decides its claims over seeds: seeds must be >= 2, got {cfg['seeds']}")
     ctx.config.update({k: v for k, v in cfg.items() if k != "fractions"}, fractions=list(cfg["fractions"]),
-                      mxfp4="FLOOR scales, blocks of 32", text="standard-library docstrings (bytes)")
-    results = {arch: run_arch(arch, cfg, ctx.seed, ctx.track) for arch in cfg["archs"]}
-    ctx.metric("per_arch", results)
-    claims(ctx, results)
-    tables(ctx, results)
-    plots(ctx, results)
+                      seed_list=[ctx.seed + i for i in range(cfg["seeds"])],
+                      mxfp4="FLOOR scales, blocks of 32", text="standard-library docstrings (bytes)",
+                      claims="paired over seeds, 95% Student-t interval of the difference")
+    tasks = [dict(arch=arch, seed=ctx.seed + i, cfg=cfg) for arch in cfg["archs"] for i in range(cfg["seeds"])]
+    done = ctx.map(arch_seed_task, tasks, "architecture × seed")
+    runs = {arch: [r for t, r in zip(tasks, done) if t["arch"] == arch] for arch in cfg["archs"]}
+    ctx.metric("per_seed", runs)
+    ctx.metric("mean", {arch: mean_over_seeds(rs) for arch, rs in runs.items()})
+    claims(ctx, runs)
+    tables(ctx, runs)
+    plots(ctx, runs)
 
 
-def claims(ctx: RunContext, results: dict) -> None:
-    for arch, r in results.items():
-        worst = max(d["measured_flip"] - d["predicted_flip"] for d in r["margin_rtn"].values())
-        ctx.claim(f"{arch}: the margin bound holds: measured flip rate ≤ predicted in every block "
+def claims(ctx: RunContext, runs: dict[str, list[dict]]) -> None:
+    for arch, rs in runs.items():
+        def ppl(key):
+            return [r[f"ppl_{key}"] for r in rs]
+
+        worst = max(d["measured_flip"] - d["predicted_flip"] for r in rs for d in r["margin_rtn"].values())
+        ctx.claim(f"{arch}: the margin bound holds: measured flip rate ≤ predicted in every block and seed "
                   "(max measured − predicted; baseline 0)", worst, 0.0, worst <= 0.0)
-        ctx.claim(f"{arch}: load-aware compensation ≤ uniform ≤ none in perplexity at equal rank budget "
-                  f"(uniform {r['ppl_uniform']:.3f}, none {r['ppl_rtn']:.3f})", r["ppl_loadaware"], r["ppl_uniform"],
-                  r["ppl_loadaware"] <= r["ppl_uniform"] <= r["ppl_rtn"])
-        ctx.claim(f"{arch}: QAT with limited routing replay (fraction {r['replay_fraction']}) improves routing agreement "
-                  "(Jaccard) over QAT without replay", r["agree_qat_replay"]["jaccard"], r["agree_qat"]["jaccard"],
-                  r["agree_qat_replay"]["jaccard"] >= r["agree_qat"]["jaccard"])
-        ctx.claim(f"{arch}: QAT with limited routing replay improves perplexity over QAT without replay",
-                  r["ppl_qat_replay"], r["ppl_qat"], r["ppl_qat_replay"] <= r["ppl_qat"])
-        ctx.claim(f"{arch}: load-aware compensation (no training) beats GPTQ MXFP4 (llm-compressor) in perplexity",
-                  r["ppl_loadaware"], r["ppl_gptq"], r["ppl_loadaware"] <= r["ppl_gptq"])
-        ctx.claim(f"{arch}: QAT with limited routing replay beats GPTQ MXFP4 (llm-compressor) in perplexity",
-                  r["ppl_qat_replay"], r["ppl_gptq"], r["ppl_qat_replay"] <= r["ppl_gptq"])
+        ctx.compare(f"{arch}: load-aware compensation beats uniform in perplexity at equal rank budget",
+                    ppl("loadaware"), ppl("uniform"), better="lower")
+        ctx.compare(f"{arch}: uniform low-rank compensation beats none (MXFP4 RTN) in perplexity",
+                    ppl("uniform"), ppl("rtn"), better="lower")
+        ctx.compare(f"{arch}: QAT with limited routing replay (fraction picked on calibration text) improves routing "
+                    "agreement (Jaccard) over QAT without replay",
+                    [r["agree_qat_replay"]["jaccard"] for r in rs], [r["agree_qat"]["jaccard"] for r in rs])
+        ctx.compare(f"{arch}: QAT with limited routing replay improves perplexity over QAT without replay",
+                    ppl("qat_replay"), ppl("qat"), better="lower")
+        ctx.compare(f"{arch}: load-aware compensation (no training) beats GPTQ MXFP4 (llm-compressor) in perplexity",
+                    ppl("loadaware"), ppl("gptq"), better="lower")
+        ctx.compare(f"{arch}: QAT with limited routing replay beats GPTQ MXFP4 (llm-compressor) in perplexity",
+                    ppl("qat_replay"), ppl("gptq"), better="lower")
 
 
-def tables(ctx: RunContext, results: dict) -> None:
-    ctx.table("Held-out perplexity and routing agreement with the reference (Jaccard / exact top-k set)",
-              ["architecture", "variant", "perplexity", "Jaccard", "exact set"],
-              [(a, k, r[f"ppl_{k}"], r.get(f"agree_{k}", {"jaccard": 1.0})["jaccard"],
-                r.get(f"agree_{k}", {"exact": 1.0})["exact"]) for a, r in results.items() for k in VARIANTS])
-    ctx.table("Replay fraction sweep (share of QAT steps with BF16 routes replayed)",
-              ["architecture", "fraction", "perplexity", "Jaccard", "exact set"],
-              [(a, f, v["ppl"], v["jaccard"], v["exact"]) for a, r in results.items() for f, v in r["replay_sweep"].items()])
+def tables(ctx: RunContext, runs: dict[str, list[dict]]) -> None:
+    means = {arch: mean_over_seeds(rs) for arch, rs in runs.items()}
+    n = len(next(iter(runs.values())))
+    ctx.table(f"Held-out perplexity (mean and standard deviation over {n} seeds) and routing agreement with the "
+              "reference (Jaccard / exact top-k set, means)",
+              ["architecture", "variant", "perplexity", "sd over seeds", "Jaccard", "exact set"],
+              [(a, k, m[f"ppl_{k}"], m[f"ppl_{k}_sd"], m.get(f"agree_{k}", {"jaccard": 1.0})["jaccard"],
+                m.get(f"agree_{k}", {"exact": 1.0})["exact"]) for a, m in means.items() for k in VARIANTS])
+    ctx.table("Per seed: held-out perplexity of each variant",
+              ["architecture", "seed", *VARIANTS],
+              [(a, ctx.seed + i, *(r[f"ppl_{k}"] for k in VARIANTS)) for a, rs in runs.items() for i, r in enumerate(rs)])
+    ctx.table("Replay fraction sweep (share of QAT steps with BF16 routes replayed; the fraction with the lowest "
+              "calibration perplexity is the one reported)",
+              ["architecture", "seed", "fraction", "calibration perplexity", "held-out perplexity", "Jaccard",
+               "exact set"],
+              [(a, ctx.seed + i, f, v["ppl_calib"], v["ppl"], v["jaccard"], v["exact"])
+               for a, rs in runs.items() for i, r in enumerate(rs) for f, v in r["replay_sweep"].items()])
     ctx.table("Router-margin bound on the MXFP4 (RTN) model: tokens it cannot certify vs tokens whose top-k changed",
-              ["architecture", "block", "predicted flip (bound)", "measured flip", "margin q10", "q50", "q90"],
-              [(a, name, d["predicted_flip"], d["measured_flip"], d["margin_q10"], d["margin_q50"], d["margin_q90"])
-               for a, r in results.items() for name, d in r["margin_rtn"].items()])
+              ["architecture", "seed", "block", "predicted flip (bound)", "measured flip", "margin q10", "q50", "q90"],
+              [(a, ctx.seed + i, name, d["predicted_flip"], d["measured_flip"], d["margin_q10"], d["margin_q50"],
+                d["margin_q90"]) for a, rs in runs.items() for i, r in enumerate(rs) for name, d in r["margin_rtn"].items()])
 
 
-def plots(ctx: RunContext, results: dict) -> None:
+def plots(ctx: RunContext, runs: dict[str, list[dict]]) -> None:
     plt = pyplot()
     keys = VARIANTS
-    fig, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 4), squeeze=False)
-    for ax, (arch, r) in zip(axes[0], results.items()):
-        ax.bar(keys, [r[f"ppl_{k}"] for k in keys], color=["k", "tab:red", "tab:brown", "tab:orange", "tab:green",
-                                                           "tab:blue", "tab:purple"])
-        lo = min(r[f"ppl_{k}"] for k in keys)
-        ax.set_ylim(lo * 0.97, max(r[f"ppl_{k}"] for k in keys) * 1.02)
-        ax.set_title(f"{arch}: held-out perplexity")
+    fig, axes = plt.subplots(1, len(runs), figsize=(5.5 * len(runs), 4), squeeze=False)
+    for ax, (arch, rs) in zip(axes[0], runs.items()):
+        m = mean_over_seeds(rs)
+        x = np.arange(len(keys))
+        ax.bar(x, [m[f"ppl_{k}"] for k in keys], color=["k", "tab:red", "tab:brown", "tab:orange", "tab:green",
+                                                        "tab:blue", "tab:purple"], alpha=0.8)
+        for i, k in enumerate(keys):  # each seed's value over its bar
+            ax.plot(np.full(len(rs), x[i]), [r[f"ppl_{k}"] for r in rs], "o", color="0.2", ms=3, zorder=3)
+        values = [r[f"ppl_{k}"] for r in rs for k in keys]
+        ax.set_ylim(min(values) * 0.97, max(values) * 1.02)
+        ax.set_xticks(x, keys)
+        ax.set_title(f"{arch}: held-out perplexity, mean of {len(rs)} seeds (dots: each seed)")
         ax.set_ylabel("held-out perplexity (lower is better)")
-        ax.axhline(r[f"ppl_{keys[0]}"], color="k", lw=0.8, ls=":")  # the unquantized reference
+        ax.axhline(m[f"ppl_{keys[0]}"], color="k", lw=0.8, ls=":")  # the unquantized reference
         ax.tick_params(axis="x", rotation=30)
         for label in ax.get_xticklabels():
             label.set_horizontalalignment("right")
-    ctx.figure(fig, "perplexity", "Held-out perplexity of the reference and of each MXFP4 variant.")
+    ctx.figure(fig, "perplexity", "Held-out perplexity of the reference and of each MXFP4 variant (bars: mean over "
+               "seeds; dots: the seeds).")
     plt.close(fig)
