@@ -35,6 +35,8 @@ table{border-collapse:collapse;margin:.6em 0;font-size:.92em}
 td,th{border:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
 th{background:var(--soft)}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 td code{word-break:break-all}
+table.kv td{overflow-wrap:anywhere}table.kv td.num{text-align:left}
+table.kv td:first-child{min-width:min(16em,40vw)}table.kv td code{word-break:normal;overflow-wrap:anywhere}
 td .ci{display:block;color:var(--muted);font-size:.85em;font-weight:400}
 .badge{display:inline-block;min-width:1.8em;padding:0 .45em;border-radius:1em;color:#fff;font-weight:600;text-align:center}
 .badges{white-space:nowrap}
@@ -52,7 +54,7 @@ figure{margin:0;min-width:0}figure.wide{grid-column:1/-1}
 figure img{display:block;width:100%;height:auto;border:1px solid var(--line)}
 figcaption{font-size:.88em;color:var(--muted)}
 details{margin:.8em 0}summary{cursor:pointer;font-weight:600}
-pre{overflow-x:auto;max-width:100%;background:var(--soft);padding:.6em;font-size:.85em}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;background:var(--soft);padding:.6em;font-size:.85em}
 @media (max-width:640px){
 body{padding:.6em}h1{font-size:1.35em}h2{font-size:1.15em}
 table.cards,table.cards tbody,table.cards tr,table.cards td{display:block}
@@ -62,6 +64,8 @@ table.cards td{border:0;padding:1px 0;text-align:left;overflow-wrap:anywhere}
 table.cards td[data-label]{display:inline-block;margin-right:1.1em}
 table.cards td[data-label]::before{content:attr(data-label) ": ";color:var(--muted);font-weight:400}
 table.cards td:empty{display:none}
+table.kv tr{border:0;border-bottom:1px solid var(--line);border-radius:0;margin:0;padding:.25em 0}
+table.kv td.num{white-space:normal}
 }
 """
 
@@ -159,7 +163,8 @@ def _kv_table(rows: list[tuple[str, Any]], head: tuple[str, str]) -> str:
     body = "".join(
         f"<tr><td><code>{e(k)}</code></td><td class='{'num' if _is_number(v) else ''}'>{e(_fmt(v))}</td></tr>"
         for k, v in rows)
-    return f"<div class='scroll'><table><tr><th>{e(head[0])}</th><th>{e(head[1])}</th></tr>{body}</table></div>"
+    return (f"<div class='scroll'><table class='cards kv'><thead><tr><th>{e(head[0])}</th><th>{e(head[1])}</th></tr>"
+            f"</thead><tbody>{body}</tbody></table></div>")
 
 
 # the verdicts of _harness.verdict: CSS class and the word the summary uses; any other string
