@@ -229,6 +229,17 @@ def test_the_four_verdicts_have_four_colours(open_page):
     # the summary shows a badge per verdict for every finished run
     rows = page.evaluate("() => [...document.querySelectorAll('#summary tbody tr')].map(r => r.querySelectorAll('.badge').length)")
     assert rows.count(4) >= 3
+    # the claim decided over seeds whose interval contains zero reads as inconclusive, in its colour,
+    # with its difference and interval, and is counted in the summary
+    cell = page.evaluate("""() => { const td = document.querySelector('td.inconclusive');
+        return td && {text: td.textContent, colour: getComputedStyle(td).color}; }""")
+    assert cell is not None and cell["text"].startswith("inconclusive+0.02, 95% CI [-0.01, 0.05], 3 seeds"), cell
+    assert cell["colour"] == colours[2]
+    first = sorted((REPO / "results" / "quick").glob("*.json"))[0].stem  # the run given that claim
+    counted = page.evaluate("s => document.querySelector(`#summary a[href='#${s}']`).closest('tr')"
+                            ".querySelector('.badge.b-inconclusive').textContent", first)
+    committed = json.loads((REPO / "results" / "quick" / f"{first}.json").read_text())["claims"]
+    assert int(counted) == 1 + sum(c.get("verdict") == "inconclusive" for c in committed)
 
 
 def test_no_network_request_and_no_script_error(open_page, site):
