@@ -76,3 +76,26 @@ def test_torch_shells_match_the_functions():
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call(_oracle())
+
+
+def test_clipped_and_plain_sgd_match_a_transcription_of_the_rule():
+    from neurips26.quantum import clipped_sgd
+
+    o = _oracle()
+    x0 = np.array([3.0, -2.0])
+    for clip in (None, 0.3):
+        # the same seeded minibatch gradients, replayed through the published rule by hand
+        est = minibatch_estimator(16)
+        tr = clipped_sgd(o, x0, eta=0.1, clip=clip, estimator=est, max_queries=10**9, max_steps=25, rng=3)
+        rng = np.random.default_rng(3)
+        x = x0.copy()
+        for t in range(25):
+            g = est(o.at(x), rng, None)
+            scale = 1.0 if clip is None else min(1.0, clip / (np.linalg.norm(g) + 1e-6))  # torch adds 1e-6
+            x = x - 0.1 * scale * g
+            np.testing.assert_allclose(tr.iterates[t + 1], x, rtol=0, atol=1e-12)
+        assert tr.queries[-1] == 25 * 16
+        if clip is not None:  # every step is at most eta * clip long
+            assert (np.linalg.norm(np.diff(tr.iterates, axis=0), axis=1) <= 0.1 * clip + 1e-12).all()
+    with pytest.raises(ValueError, match="clip"):
+        clipped_sgd(o, x0, eta=0.1, clip=0.0, estimator=minibatch_estimator(2), max_queries=10)

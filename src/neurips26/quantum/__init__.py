@@ -15,7 +15,7 @@ from .mean import Estimate, HeavyTailedMean, UnbiasedMLMC, amplitude_estimation,
 from .multivariate import MultivariateMean, multivariate_mean
 from .oracles import DiscreteOracle, GradientOracle, QueryCounter, student_t, symmetric_pareto
 from .qae import AnalyticBackend, QiskitBackend, StatevectorBackend, qae_law
-from .sgd import QNSGD, QPSGD, Ball, Box, Trace, minibatch_estimator, normalized_sgd, projected_sgd, qnsgd, qpsgd
+from .sgd import QNSGD, QPSGD, Ball, Box, Trace, clipped_sgd, minibatch_estimator, normalized_sgd, projected_sgd, qnsgd, qpsgd
 
 __all__ = [
     "DiscreteOracle", "GradientOracle", "QueryCounter", "student_t", "symmetric_pareto",
@@ -23,5 +23,5 @@ __all__ = [
     "Estimate", "amplitude_estimation", "bounded_mean", "subgaussian_mean", "HeavyTailedMean", "UnbiasedMLMC",
     "median_repetitions", "MultivariateMean", "multivariate_mean",
     "sample_mean", "trimmed_mean", "median_of_means", "catoni", "geometric_median_of_means", "classical_mean",
-    "Trace", "Ball", "Box", "normalized_sgd", "qnsgd", "minibatch_estimator", "projected_sgd", "qpsgd", "QNSGD", "QPSGD",
+    "Trace", "Ball", "Box", "clipped_sgd", "normalized_sgd", "qnsgd", "minibatch_estimator", "projected_sgd", "qpsgd", "QNSGD", "QPSGD",
 ]

@@ -10,6 +10,9 @@ run on the stochastic gradient oracle (quantum or classical), with every query c
 * :func:`projected_sgd` / :func:`qpsgd`: ``x ← Π_C(x − η g)`` on a convex set (:class:`Ball`,
   :class:`Box`), ``g`` from an unbiased estimator (:class:`~neurips26.quantum.mean.UnbiasedMLMC`),
   returning the running average of the iterates.
+* :func:`clipped_sgd`: the classical baselines clipped SGD and (``clip=None``) plain SGD, run with
+  the libraries users already use — ``torch.nn.utils.clip_grad_norm_`` then ``torch.optim.SGD.step``
+  on a float64 parameter whose ``.grad`` is the estimate.
 * :class:`QNSGD`, :class:`QPSGD`: ``torch.optim.Optimizer`` shells whose ``step(oracle)`` takes
   the gradient oracle at the current (flattened) parameters.
 
@@ -30,7 +33,7 @@ from ..geometry import L2, nsgd_step
 from .mean import HeavyTailedMean, UnbiasedMLMC
 from .oracles import DiscreteOracle, GradientOracle, QueryCounter, as_rng
 
-__all__ = ["Trace", "Ball", "Box", "normalized_sgd", "qnsgd", "minibatch_estimator", "projected_sgd", "qpsgd",
+__all__ = ["Trace", "Ball", "Box", "normalized_sgd", "qnsgd", "clipped_sgd", "minibatch_estimator", "projected_sgd", "qpsgd",
            "QNSGD", "QPSGD"]
 
 
@@ -145,6 +148,50 @@ def normalized_sgd(oracle: GradientOracle, x0, *, eta: float, estimator: Callabl
         nsgd_step([xt], [torch.from_numpy(g)], None, [norm], lr=eta, beta=0.0, weight_decay=0.0, nesterov=False)
         steps += 1
         x = xt.numpy().copy()
+        its.append(x)
+        gns.append(float(np.linalg.norm(oracle.grad(x))))
+        vals.append(_value(oracle, x))
+        qs.append(counter.queries - q0)
+        reached = stop_eps is not None and gns[-1] <= stop_eps
+    return Trace(np.array(its), np.array(gns), np.array(vals), np.array(qs), bool(reached))
+
+
+def clipped_sgd(oracle: GradientOracle, x0, *, eta: float, estimator: Callable, max_queries: int,
+                clip: float | None = None, stop_eps: float | None = None, max_steps: int | None = None, rng=None,
+                counter: QueryCounter | None = None) -> Trace:
+    """Clipped SGD ``x ← x − η min(1, λ/‖g‖₂) g`` (``clip`` = λ), or plain SGD ``x ← x − η g`` with
+    ``clip=None``, ``g = estimator(oracle.at(x), rng, counter)``: ``torch.nn.utils.clip_grad_norm_``
+    and ``torch.optim.SGD`` (no momentum, no weight decay) on one float64 parameter. Stopping as in
+    :func:`normalized_sgd`."""
+    x = _check_x0(oracle, x0)
+    eta = check_real("eta", eta, low=0.0, low_open=True)
+    max_queries = check_int("max_queries", max_queries, minimum=1)
+    if clip is not None:
+        clip = check_real("clip", clip, low=0.0, low_open=True)
+    if stop_eps is not None:
+        stop_eps = check_real("stop_eps", stop_eps, low=0.0, low_open=True)
+    if max_steps is not None:
+        max_steps = check_int("max_steps", max_steps, minimum=0)
+    if not callable(estimator):
+        raise TypeError("estimator must be callable (oracle, rng, counter) -> gradient estimate")
+    rng = as_rng(rng)
+    counter = counter if counter is not None else QueryCounter()
+    q0 = counter.queries
+    param = torch.nn.Parameter(torch.tensor(x, dtype=torch.float64))
+    opt = torch.optim.SGD([param], lr=eta, momentum=0.0, weight_decay=0.0)
+    its, gns, vals, qs = [x.copy()], [float(np.linalg.norm(oracle.grad(x)))], [_value(oracle, x)], [0]
+    reached = stop_eps is not None and gns[-1] <= stop_eps
+    steps = 0
+    while not reached and counter.queries - q0 < max_queries and (max_steps is None or steps < max_steps):
+        g = np.asarray(estimator(oracle.at(param.detach().numpy()), rng, counter), float).reshape(-1)
+        param.grad = torch.from_numpy(g.copy())
+        if clip is not None:
+            torch.nn.utils.clip_grad_norm_([param], clip)
+        opt.step()
+        steps += 1
+        x = param.detach().numpy().copy()
+        if not np.isfinite(x).all():
+            raise FloatingPointError(f"clipped_sgd diverged at step {steps} (eta = {eta} too large?)")
         its.append(x)
         gns.append(float(np.linalg.norm(oracle.grad(x))))
         vals.append(_value(oracle, x))
