@@ -105,7 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             v = verdict(c)
             ours = "n/a" if c["ours"] is None else f"{c['ours']:.4g}"
             base = "n/a" if c["baseline"] is None else f"{c['baseline']:.4g}"
-            mean = " (means over seeds)" if c.get("n_capped") is not None else ""
+            mean = " (means)" if c.get("n_capped") is not None else ""
             console.print(f"  - {rich_escape(c['claim'])}: ours {ours} vs baseline {base}{mean}: "
                           f"[{VERDICT_STYLE[v]}]{rich_escape(verdict_text(c))}[/]")
     if failed:

@@ -158,9 +158,9 @@ def test_render_markdown_shows_each_verdict_with_its_interval():
     assert "holds: 1, does not hold: 1, inconclusive: 1, not tested: 1." in md
     assert "| single run | 1 | 2 | holds |" in md
     lo, hi = claims[1]["ci"]
-    assert f"| inconclusive (+0.1, 95% CI [{lo:.4g}, {hi:.4g}], 3 seeds) |" in md
+    assert f"| inconclusive (+0.1, 95% CI [{lo:.4g}, {hi:.4g}], n = 3) |" in md
     assert "| **does not hold (-1, 95% CI [" in md
-    assert "| not tested (2 seeds capped on both sides) |" in md
+    assert "| not tested (2 of 2 pairs capped on both sides) |" in md
 
 
 PAIRED_EXPERIMENT = textwrap.dedent('''

@@ -556,16 +556,19 @@ def _num(v: float | None) -> str:
 
 
 def verdict_text(claim: dict) -> str:
-    """The verdict, and for a claim decided over seeds its mean difference (positive favours ours)
-    with its interval: 'holds (+0.0123, 95% CI [0.004, 0.0206], 3 seeds)'."""
+    """The verdict, and for a claim decided over seeds (or runs, or instances) its mean paired difference
+    (positive favours ours) with its interval and the number of pairs: 'holds (+0.0123, 95% CI [0.004, 0.0206],
+    n = 3)'."""
     v = verdict(claim)
     if claim.get("ci") is None:
-        return v + (f" ({claim['n_capped']} seeds capped on both sides)" if claim.get("n_capped") else "")
+        if claim.get("n_capped"):
+            return v + f" ({claim['n_capped']} of {claim['n'] + claim['n_capped']} pairs capped on both sides)"
+        return v
     lo, hi = claim["ci"]
-    capped = f", {claim['n_capped']} capped left out" if claim.get("n_capped") else ""
+    capped = f", {claim['n_capped']} capped pairs left out" if claim.get("n_capped") else ""
     margin = f", margin {claim['margin']:.4g}" if claim.get("margin") else ""
     return (f"{v} ({claim['diff']:+.4g}, {100 * claim['level']:g}% CI [{lo:.4g}, {hi:.4g}], "
-            f"{claim['n']} seeds{capped}{margin})")
+            f"n = {claim['n']}{capped}{margin})")
 
 
 def render_markdown(results: dict[str, Any], sections: Sequence[str]) -> str:
