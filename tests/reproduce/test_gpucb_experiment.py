@@ -4,13 +4,15 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 pytest.importorskip("botorch")
 from neurips26 import reproduce  # noqa: E402
 from neurips26.reproduce import gpucb_stopping as exp_mod  # noqa: E402
 from neurips26.reproduce import run_experiment  # noqa: E402
 
-TINY = dict(gp_runs=6, gp_iters=15, synth=("branin",), synth_seeds=(0,), synth_iters=4, hpo_seeds=(0,), hpo_iters=4)
+TINY = dict(gp_runs=6, gp_iters=15, synth=("branin",), synth_seeds=(0, 1), synth_iters=4, hpo_seeds=(0, 1),
+            hpo_iters=4)
 
 
 def test_gpucb_experiment_contract(monkeypatch, tmp_path):
@@ -26,13 +28,31 @@ def test_gpucb_experiment_contract(monkeypatch, tmp_path):
         assert prob["fixed budget"]["stopped_fraction"] in (0.0, 1.0)
     # the paired comparison is a property of the bounds: it must hold on every run
     assert s["gp-prior"]["tight_no_later_fraction"] == 1.0
+    stops = [c for c in out["claims"] if "stops no later" in c["claim"]]
+    assert len(stops) == 3
     for claim in out["claims"]:
         assert math.isfinite(claim["ours"]) and math.isfinite(claim["baseline"])
-        # a comparison where both rules ran into the budget is reported as not tested, never as holding
-        both_capped = all(s[p]["eps-delta tight"]["stopped_fraction"] == 0 == s[p]["eps-delta classical"]["stopped_fraction"]
-                          for p in s if claim["claim"].startswith(f"{p}:"))
-        if "stops no later" in claim["claim"]:
-            assert (claim["holds"] is None) == both_capped
+    for claim in stops:
+        p = claim["claim"].split(":")[0]
+        runs = s[p]["eps-delta tight"]["runs"]
+        assert claim["n"] + claim["n_capped"] == runs == len(claim["ours_seeds"])
+        assert claim["ours"] == pytest.approx(s[p]["eps-delta tight"]["stop_iteration"])
+        # runs where both rules ran into the budget are left out; with fewer than 2 left: not tested, never holding
+        capped = [t == b == budget for t, b, budget in
+                  zip(claim["ours_seeds"], claim["baseline_seeds"], [15 if p == "gp-prior" else 4] * runs)]
+        assert claim["n_capped"] <= sum(capped)
+        if claim["n"] < 2:
+            assert claim["verdict"] == "not tested" and claim["holds"] is None
+        else:
+            keep = [i for i in range(runs) if not capped[i]] if claim["n_capped"] == sum(capped) else None
+            if keep is not None and len(keep) == claim["n"]:
+                d = [claim["baseline_seeds"][i] - claim["ours_seeds"][i] for i in keep]
+                if len(set(d)) > 1:
+                    ci = stats.ttest_1samp(d, 0.0).confidence_interval(0.95)
+                    assert claim["ci"] == [pytest.approx(ci.low), pytest.approx(ci.high)]
+            assert claim["verdict"] == ("holds" if claim["ci"][0] > 0 else "does not hold" if claim["ci"][1] < 0
+                                        else "inconclusive")
+    assert [c["verdict"] for c in stops if c["claim"].startswith(("branin", "hpo-svm"))] == ["not tested"] * 2
     assert (tmp_path / "gpucb-stopping" / "stopping.png").exists()
 
 
