@@ -4,8 +4,10 @@
     python scripts/refresh_results.py pome rlns       # only these
     python scripts/refresh_results.py --jobs 2 dag-flow
 
-Each experiment runs as `neurips26 run SLUG --quick --seed 0` in its own process (two torch threads,
-the quick runs' documented setting), into a temporary directory; its results.json is then copied to
+Each experiment runs as `neurips26 run SLUG --quick --seed 0` in its own process, with its numerics pinned
+(neurips26.reproduce._pinning: two threads, the kernels' ISA level fixed at AVX2 for ATen, oneDNN, MKL and
+OpenBLAS, set in the environment before the process starts so that every one applies; docs/reproducibility.md),
+into a temporary directory; its results.json is then copied to
 results/quick/SLUG.json through a temporary file and a rename, so a failed or interrupted run never leaves
 a half-written reference behind. The README's figures and claim counts are checked against these files
 by tests/test_readme_figures.py.
@@ -27,10 +29,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from neurips26.reproduce import EXPERIMENTS  # noqa: E402
+from neurips26.reproduce._harness import tally, verdict_counts  # noqa: E402
+from neurips26.reproduce._pinning import pinned_environ  # noqa: E402
 
 
 def refresh(slug: str, dest: pathlib.Path, jobs: int | None) -> tuple[float, str]:
-    env = dict(os.environ, OMP_NUM_THREADS="2", MKL_NUM_THREADS="2", PYTHONWARNINGS="ignore")
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    env.update(pinned_environ(threads=2) or {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"})
     with tempfile.TemporaryDirectory(prefix=f"refresh-{slug}-") as out:
         cmd = [sys.executable, "-m", "neurips26.cli", "run", slug, "--quick", "--seed", "0", "--out", out]
         if jobs:
@@ -47,10 +52,9 @@ def refresh(slug: str, dest: pathlib.Path, jobs: int | None) -> tuple[float, str
         tmp = dest / f".{slug}.json.tmp"
         tmp.write_text(json.dumps(result, indent=1, sort_keys=False) + "\n")
         os.replace(tmp, dest / f"{slug}.json")
-        claims = result["claims"]
-        tested = [c for c in claims if c["holds"] is not None]
-        held = sum(bool(c["holds"]) for c in tested)
-        return wall, f"{held}/{len(tested)} claims held ({len(claims) - len(tested)} not tested), run {result['wall_s']:.0f} s"
+        held, tested = tally(result["claims"])
+        counts = ", ".join(f"{n} {v}" for v, n in verdict_counts(result["claims"]).items() if n)
+        return wall, f"{held}/{tested} claims held ({counts or 'no claims'}), run {result['wall_s']:.0f} s"
 
 
 def main(argv: list[str] | None = None) -> int:
