@@ -59,7 +59,7 @@ RESULTS = ("sum", "log_softmax", "matmul", "mlp", "numpy_matmul")
 OTHER_MACHINE = {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
                  "OPENBLAS_CORETYPE": "Nehalem", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 _CLEAR = (*PIN_ENV, "MKL_ENABLE_INSTRUCTIONS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-          "NEURIPS26_PIN", "PROBE_PIN")
+          "NEURIPS26_PIN", "NEURIPS26_THREADS", "PROBE_PIN")
 
 needs_avx2 = pytest.mark.skipif(not _has_avx2(), reason="pinning sets the AVX2 level; this CPU has no AVX2")
 
@@ -112,6 +112,18 @@ print(json.dumps({"before": before, "rec": rec, "again": _pinning.pinned_record(
         # OpenBLAS had loaded as Nehalem: the record says the pin came too late for it
         assert rec["openblas_coretype"] == "Nehalem"
         assert any(n.startswith("OPENBLAS_CORETYPE") for n in rec["not_applied"]), rec["not_applied"]
+
+
+def test_thread_count_from_the_environment():
+    code = r"""
+import json
+from neurips26.reproduce._pinning import pin_numerics
+print(json.dumps({"rec": pin_numerics()}))
+"""
+    assert probe({"NEURIPS26_THREADS": "1"}, pin=False, code=code)["rec"]["threads"] == 1
+    bad = dict(os.environ, NEURIPS26_THREADS="two")
+    proc = subprocess.run([sys.executable, "-c", code], env=bad, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "NEURIPS26_THREADS must be an integer >= 1, got 'two'" in proc.stderr
 
 
 def test_pinning_can_be_turned_off():

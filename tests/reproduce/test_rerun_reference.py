@@ -93,7 +93,8 @@ def rerun(slug: str, tmp_path: pathlib.Path) -> tuple[dict, dict]:
     jobs = re.match(r"process pool, (\d+) worker", executor)
     if jobs:  # a pool's workers run one thread each: rerun it the same way
         cmd += ["--jobs", jobs.group(1)]
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}
+    # as refresh_results.py runs it: not this test worker's thread count or pinning switch
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_XDIST_WORKER", "NEURIPS26_THREADS", "NEURIPS26_PIN")}
     env["PYTHONWARNINGS"] = "ignore"
     env.update(pinned_environ(threads=2))  # as scripts/refresh_results.py made the reference
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)

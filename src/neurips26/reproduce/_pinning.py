@@ -19,7 +19,7 @@ libraries choose their kernels, hence their summation order, from the CPU they f
 ``pin_numerics()`` sets all of these to the AVX2 level (which every x86-64 CPU of the last ten years
 has, and whose kernels cost nothing measurable against AVX512 here, except oneDNN's bf16 matmuls) and
 a fixed thread count, and returns what it pinned; :func:`pinned_record` gives that record again for
-``results.json``'s ``env``. ``NEURIPS26_PIN=0`` in the environment turns pinning off (the machine's
+``results.json``'s ``env``. ``NEURIPS26_THREADS=N`` changes the thread count; ``NEURIPS26_PIN=0`` in the environment turns pinning off (the machine's
 fastest kernels, results that may differ in the low bits from the committed references).
 
 What cannot be pinned from here: a different CPU vendor's MKL path (MKL promises equal results
@@ -35,7 +35,7 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["PIN_ENV", "DEFAULT_THREADS", "pin_numerics", "pinned_environ", "pinned_record", "pinning_enabled"]
+__all__ = ["PIN_ENV", "DEFAULT_THREADS", "default_threads", "pin_numerics", "pinned_environ", "pinned_record", "pinning_enabled"]
 
 #: environment variables that fix the kernels' ISA (each read lazily, at its library's first use)
 PIN_ENV = {
@@ -79,11 +79,23 @@ def _openblas_coretypes() -> list[str]:
     return sorted({str(i.get("architecture")) for i in threadpool_info() if i.get("internal_api") == "openblas"})
 
 
-def pin_numerics(threads: int | None = DEFAULT_THREADS, *, isa: bool = True) -> dict[str, Any]:
+def default_threads() -> int:
+    """The thread count of a pinned run: ``NEURIPS26_THREADS`` if set (a test worker among two on two
+    cores sets 1), else :data:`DEFAULT_THREADS`."""
+    raw = os.environ.get("NEURIPS26_THREADS", "").strip()
+    if not raw:
+        return DEFAULT_THREADS
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"NEURIPS26_THREADS must be an integer >= 1, got {raw!r}")
+    return int(raw)
+
+
+def pin_numerics(threads: int | None | str = "default", *, isa: bool = True) -> dict[str, Any]:
     """Pin what decides a run's low bits, and return the record of what was pinned.
 
     Call it before the first torch / NumPy kernel of the process (the top of ``neurips26 run``, a
-    worker's initializer): ``threads`` torch / OpenMP / MKL / OpenBLAS threads (None: leave them),
+    worker's initializer): ``threads`` torch / OpenMP / MKL / OpenBLAS threads (None: leave them; by
+    default :func:`default_threads`: ``NEURIPS26_THREADS`` or 2),
     ``isa``: the environment of :data:`PIN_ENV` (kernels at the AVX2 level), on an x86-64 CPU with
     AVX2 only. On CUDA, ``torch.use_deterministic_algorithms(True)`` with cuBLAS's fixed workspace.
     With ``NEURIPS26_PIN=0`` in the environment nothing is pinned and the record says so.
@@ -93,6 +105,8 @@ def pin_numerics(threads: int | None = DEFAULT_THREADS, *, isa: bool = True) -> 
     applied), ``deterministic_algorithms``, and ``not_applied`` (what could not be pinned, and why).
     """
     global _record
+    if isinstance(threads, str) and threads == "default":
+        threads = default_threads()
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ValueError(f"threads must be an int >= 1 or None (leave the thread count alone), got {threads!r}")
     record: dict[str, Any] = {"pinned": pinning_enabled(), "threads": None, "env": {}, "not_applied": []}
