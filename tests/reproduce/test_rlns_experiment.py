@@ -27,6 +27,19 @@ def test_rlns_experiment_contract(monkeypatch, tmp_path):
     assert out["claims"][0]["holds"]
     for claim in out["claims"]:
         assert math.isfinite(claim["ours"]) and math.isfinite(claim["baseline"])
+    # "learns as well" is paired over the test instances, non-inferiority within the stated tolerance
+    as_well = [c for c in out["claims"] if "learns as well" in c["claim"]]
+    assert len(as_well) == 3
+    for c, task in zip(as_well, ("k-subset", "gap", "vsp")):
+        run = m["learning_runs"][task][0]
+        n_test = {"k-subset": TINY["ks_test"], "gap": TINY["gap_test"], "vsp": TINY["vsp_test"]}[task]
+        assert c["ours_seeds"] == run["rlns-fy"]["regrets"] and len(c["ours_seeds"]) == n_test == c["n"]
+        assert c["baseline_seeds"] == run["pfy-exact"]["regrets"]
+        assert math.isclose(c["ours"], m["learning"][task]["rlns-fy"]["regret"], rel_tol=1e-9, abs_tol=1e-12)
+        tol = max(0.1 * m["learning"][task]["pfy-exact"]["regret"], 0.005)
+        assert math.isclose(c["margin"], -tol) and c["better"] == "lower"
+        lo, hi = c["ci"]
+        assert c["verdict"] == ("holds" if lo > -tol else "does not hold" if hi < -tol else "inconclusive")
     for png in ("regret.png", "scaling.png"):
         assert (tmp_path / "rlns" / png).exists()
 
