@@ -25,6 +25,20 @@ def test_randomized_kb_experiment_contract(monkeypatch, tmp_path):
         assert all(v["runs"] == 2 and v["simple_regret"] >= 0 for v in by_method.values())
     for claim in out["claims"]:
         assert math.isfinite(claim["ours"]) and math.isfinite(claim["baseline"])
+    # "beats plain KB" is paired over runs where there are two (gp-prior), not tested with one (hartmann6)
+    beats = {c["claim"].split(":")[0]: c for c in out["claims"] if "beats plain KB" in c["claim"]}
+    assert set(beats) == {"gp-prior Q=2 sync", "gp-prior Q=2 async", "hartmann6 Q=2 sync", "hartmann6 Q=2 async"}
+    for name, c in beats.items():
+        prob, setting = name.split(" ", 1)
+        if prob == "hartmann6":
+            assert c["holds"] is None and "verdict" not in c
+            continue
+        rkb, kb = s[prob][setting]["rkb"], s[prob][setting]["kb"]
+        assert c["ours_seeds"] == rkb["mean_simple_regret_per_run"] and c["baseline_seeds"] == kb["mean_simple_regret_per_run"]
+        assert c["n"] == 2 and c["better"] == "lower"
+        assert c["ours"] == pytest.approx(rkb["mean_simple_regret"])
+        lo, hi = c["ci"]
+        assert c["verdict"] == ("holds" if lo > 0 else "does not hold" if hi < 0 else "inconclusive")
     assert (tmp_path / "randomized-kb" / "regret-gp-prior.png").exists()
 
 
