@@ -99,3 +99,16 @@ def test_clipped_and_plain_sgd_match_a_transcription_of_the_rule():
             assert (np.linalg.norm(np.diff(tr.iterates, axis=0), axis=1) <= 0.1 * clip + 1e-12).all()
     with pytest.raises(ValueError, match="clip"):
         clipped_sgd(o, x0, eta=0.1, clip=0.0, estimator=minibatch_estimator(2), max_queries=10)
+
+
+def test_qnsgd_with_the_multivariate_estimator_moves_exactly_eta():
+    from neurips26.quantum import MultivariateMean
+
+    o = _oracle()
+    eps = 0.5
+    est = MultivariateMean(2.0, o.noise.moment(2))
+    tr = qnsgd(o, np.array([3.0, -2.0]), eta=eps / 8, eps=eps, max_queries=10**15, estimator=est, rng=0)
+    np.testing.assert_allclose(np.linalg.norm(np.diff(tr.iterates, axis=0), axis=1), eps / 8, rtol=0, atol=1e-12)
+    assert tr.reached and tr.grad_norms[-1] <= eps and (tr.grad_norms[:-1] > eps).all()
+    # each step pays at most the plan's bound for accuracy eps/4
+    assert (np.diff(tr.queries) <= est.plan(eps / 4, 2).queries).all()

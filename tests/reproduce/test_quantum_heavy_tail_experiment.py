@@ -13,7 +13,8 @@ def test_quantum_heavy_tail_contract_and_determinism(monkeypatch, tmp_path):
     monkeypatch.setitem(exp_mod.SIZES, True, dict(
         ps=[2.0], ds=[1], seeds=3, K=2**10, K_opt=2**8, n_quantum=[10**5, 10**6, 10**7, 10**8],
         n_classical=[10**3, 10**4, 10**5, 10**6], eps=[0.3, 0.25, 0.2, 0.15], opt_d=2, d_sweep=[1, 2],
-        d_sweep_eps=0.2, opt_seeds=2, boot=20))
+        d_sweep_eps=0.2, opt_seeds=2, boot=20, cross_n=[10**9, 10**10], cross_d=[1, 16, 256], cross_seeds=3,
+        cross_K=256))
     exp = reproduce.get("quantum-heavy-tail")
     a = run_experiment(exp, tmp_path / "a", seed=1, quick=True)
     b = run_experiment(exp, tmp_path / "b", seed=1, quick=True)
@@ -26,10 +27,15 @@ def test_quantum_heavy_tail_contract_and_determinism(monkeypatch, tmp_path):
     assert c["ours"] == q["slope"] and c["holds"] == (abs(q["slope"] + 1.0) <= exp_mod.TOL_MEAN)
     assert m["statevector_spot_check_tv"] < 1e-10
     assert m["qiskit_cross_check_tv"] < 1e-10
+    assert m["multivariate_pe_fft_check_tv"] < 1e-10
     opt = m["opt/p2.0/d2/qnsgd"]
     assert opt["predicted"] == 3.0 and math.isfinite(opt["slope"])
-    assert sum(cl["holds"] is None for cl in a["claims"]) >= 2  # crossover and convex: not tested, said so
-    for png in ("mean_error_vs_queries.png", "queries_vs_inv_eps.png"):
+    cr = m["cross/n1e+10"]
+    assert len(cr["ratio"]) == 3 and all(r > 0 for r in cr["ratio"])
+    assert (cr["d_star"] == "not on the grid") == (exp_mod.crossover([1, 16, 256], cr["ratio"]) is None)
+    cross_claim = next(cl for cl in a["claims"] if cl["claim"].startswith("High-dimensional regime: the multivariate"))
+    assert cross_claim["holds"] in (True, False, None)
+    for png in ("mean_error_vs_queries.png", "queries_vs_inv_eps.png", "crossover_vs_d.png"):
         assert (tmp_path / "a" / "quantum-heavy-tail" / png).exists()
 
 
@@ -39,3 +45,9 @@ def test_fit_slope_recovers_a_power_law():
     samples = [np.exp(rng.normal(0, 0.01, 30)) * xi**-0.75 for xi in x]
     s, lo, hi = exp_mod.fit_slope(x, samples, exp_mod.q90, 200, rng)
     assert abs(s + 0.75) < 0.01 and lo <= s <= hi and hi - lo < 0.02
+
+
+def test_crossover_interpolates_the_first_upward_crossing():
+    assert exp_mod.crossover([1, 4, 16], [0.5, 2.0, 8.0]) == __import__("pytest").approx(2.0)
+    assert exp_mod.crossover([1, 4, 16], [1.5, 2.0, 8.0]) is None
+    assert exp_mod.crossover([1, 4, 16], [0.1, 0.2, 0.5]) is None

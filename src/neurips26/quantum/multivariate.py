@@ -111,6 +111,7 @@ class MultivariateMean:
         self.delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
         self.eta = check_real("eta", eta, low=0.0, high=1.0, low_open=True, high_open=True)
         self.eps_phase = check_real("eps_phase", eps_phase, low=0.0, high=1.0, low_open=True, high_open=True)
+        self._plans: dict = {}
 
     # ---- planning ---------------------------------------------------------------------------
     def plan(self, eps: float, d: int) -> MultivariatePlan:
@@ -180,7 +181,10 @@ class MultivariateMean:
         d = oracle.d
         if eps is None:
             eps = self.eps_for_budget(n, d)
-        plan = self.plan(eps, d)
+        key = (float(eps), d)
+        if key not in self._plans:  # the plan depends on (eps, d) only: reused across the steps of an optimizer
+            self._plans[key] = self.plan(eps, d)
+        plan = self._plans[key]
         rng = as_rng(rng)
         counter = counter if counter is not None else QueryCounter()
         before = counter.queries

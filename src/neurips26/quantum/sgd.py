@@ -31,6 +31,7 @@ import torch
 from .._checks import check_int, check_real
 from ..geometry import L2, nsgd_step
 from .mean import HeavyTailedMean, UnbiasedMLMC
+from .multivariate import MultivariateMean
 from .oracles import DiscreteOracle, GradientOracle, QueryCounter, as_rng
 
 __all__ = ["Trace", "Ball", "Box", "normalized_sgd", "qnsgd", "clipped_sgd", "minibatch_estimator", "projected_sgd", "qpsgd",
@@ -200,20 +201,22 @@ def clipped_sgd(oracle: GradientOracle, x0, *, eta: float, estimator: Callable, 
     return Trace(np.array(its), np.array(gns), np.array(vals), np.array(qs), bool(reached))
 
 
-def qnsgd(oracle: GradientOracle, x0, *, eta: float, eps: float, max_queries: int, estimator: HeavyTailedMean | None = None,
+def qnsgd(oracle: GradientOracle, x0, *, eta: float, eps: float, max_queries: int,
+          estimator: HeavyTailedMean | MultivariateMean | None = None,
           p: float = 2.0, accuracy: float | None = None, max_steps: int | None = None, rng=None,
           counter: QueryCounter | None = None) -> Trace:
     """QNSGD: normalized SGD with gradients from the quantum heavy-tailed estimator at accuracy
     ``accuracy`` (default ``eps/4``); stops at the first iterate with ‖∇f‖ <= eps. The default
-    estimator is ``HeavyTailedMean(p, ν)`` with ν the exact per-coordinate p-th moment of the noise."""
+    estimator is ``HeavyTailedMean(p, ν)`` with ν the exact per-coordinate p-th moment of the noise;
+    a :class:`~neurips26.quantum.multivariate.MultivariateMean` (ℓ2 moment bound) may be passed instead."""
     eps = check_real("eps", eps, low=0.0, low_open=True)
     acc = eps / 4 if accuracy is None else check_real("accuracy", accuracy, low=0.0, low_open=True)
     if estimator is None:
         _check_x0(oracle, x0)
         nu = max(DiscreteOracle(oracle.noise.values[:, i], oracle.noise.probs).moment(p) for i in range(oracle.d))
         estimator = HeavyTailedMean(p, nu)
-    if not isinstance(estimator, HeavyTailedMean):
-        raise TypeError(f"estimator must be a HeavyTailedMean, got {type(estimator).__name__}")
+    if not isinstance(estimator, (HeavyTailedMean, MultivariateMean)):
+        raise TypeError(f"estimator must be a HeavyTailedMean or a MultivariateMean, got {type(estimator).__name__}")
 
     def estimate(o, rng, counter):
         return estimator(o, eps=acc, rng=rng, counter=counter).estimate
@@ -313,11 +316,11 @@ class QNSGD(_OracleOptimizer):
     parameters with ``estimator`` at accuracy ``accuracy`` and takes one ℓ2-normalized step of
     length ``lr`` over all parameters jointly (the oracle sees them flattened)."""
 
-    def __init__(self, params, lr: float, accuracy: float, estimator: HeavyTailedMean, seed: int = 0):
+    def __init__(self, params, lr: float, accuracy: float, estimator: HeavyTailedMean | MultivariateMean, seed: int = 0):
         check_real("lr", lr, low=0.0, low_open=True)
         check_real("accuracy", accuracy, low=0.0, low_open=True)
-        if not isinstance(estimator, HeavyTailedMean):
-            raise TypeError(f"estimator must be a HeavyTailedMean, got {type(estimator).__name__}")
+        if not isinstance(estimator, (HeavyTailedMean, MultivariateMean)):
+            raise TypeError(f"estimator must be a HeavyTailedMean or a MultivariateMean, got {type(estimator).__name__}")
         self.estimator = estimator
         super().__init__(params, dict(lr=lr, accuracy=accuracy), seed)
 
