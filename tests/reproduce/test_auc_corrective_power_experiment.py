@@ -24,10 +24,16 @@ def test_auc_experiment_contract(monkeypatch, tmp_path):
     ov = m["test_auc_overall"]
     assert set(ov) == set(exp_mod.METHODS)
     a1 = res["claims"][0]
-    assert a1["ours"] == ov["sq_hinge"]["mean"]
-    assert a1["holds"] == (ov["sq_hinge"]["mean"] >= max(ov[k]["mean"] for k in ("hinge", "logistic", "exponential")))
+    assert a1["ours"] == pytest.approx(ov["sq_hinge"]["mean"])
+    best = max(("hinge", "logistic", "exponential"), key=lambda k: ov[k]["mean"])
+    assert a1["baseline"] == pytest.approx(ov[best]["mean"])
+    # paired over settings × seeds (one setting here: the two seeds), verdict from the interval
+    assert a1["ours_seeds"] == m["test_auc"]["breast_cancer5/mlp/sq_hinge"]["per_seed"] and a1["n"] == 2
     b1 = res["claims"][2]
-    assert (b1["ours"], b1["baseline"]) == (ov["ce→sq_hinge"]["mean"], ov["sq_hinge"]["mean"])
+    assert (b1["ours"], b1["baseline"]) == (pytest.approx(ov["ce→sq_hinge"]["mean"]), pytest.approx(ov["sq_hinge"]["mean"]))
+    for c in (a1, b1):
+        lo, hi = c["ci"]
+        assert c["verdict"] == ("holds" if lo > 0 else "does not hold" if hi < 0 else "inconclusive")
     for meth, d in m["diagnostics"].items():
         assert all(0 <= v <= 1 or v == -1 for v in d["degeneracy_curve"]), meth
         assert 0 <= d["severe_end"] <= 1 and len(d["strength_end"]) == len(exp_mod.SEVERITY_BINS) - 1
@@ -36,7 +42,8 @@ def test_auc_experiment_contract(monkeypatch, tmp_path):
     c = res["claims"][4]
     if wordnet_available():
         t = m["text_auc"]
-        assert c["ours"] == t["lora/gain"]["mean"] and c["baseline"] == t["scratch/gain"]["mean"]
+        assert c["ours"] == pytest.approx(t["lora/gain"]["mean"]) and c["baseline"] == pytest.approx(t["scratch/gain"]["mean"])
+        assert c["ours_seeds"] == t["lora/gain"]["per_seed"] and c["better"] == "lower"
         assert set(t) == {f"{e}/{k}" for e in TINY["text_encoders"] for k in ("sq_hinge", "ce→sq_hinge", "gain")}
         assert "| distilbert |" in (tmp_path / "auc-corrective-power" / "report.md").read_text()
         assert t["lora/gain"]["per_seed"][0] == pytest.approx(
