@@ -112,6 +112,7 @@ class MultivariateMean:
         self.eta = check_real("eta", eta, low=0.0, high=1.0, low_open=True, high_open=True)
         self.eps_phase = check_real("eps_phase", eps_phase, low=0.0, high=1.0, low_open=True, high_open=True)
         self._plans: dict = {}
+        self._budgets: dict = {}
 
     # ---- planning ---------------------------------------------------------------------------
     def plan(self, eps: float, d: int) -> MultivariatePlan:
@@ -180,7 +181,9 @@ class MultivariateMean:
             raise ValueError("give exactly one of eps (target accuracy) and n (query budget)")
         d = oracle.d
         if eps is None:
-            eps = self.eps_for_budget(n, d)
+            if (n, d) not in self._budgets:  # deterministic in (n, d): bisected once per estimator
+                self._budgets[(n, d)] = self.eps_for_budget(n, d)
+            eps = self._budgets[(n, d)]
         key = (float(eps), d)
         if key not in self._plans:  # the plan depends on (eps, d) only: reused across the steps of an optimizer
             self._plans[key] = self.plan(eps, d)
