@@ -8,6 +8,7 @@ import torch
 # slow down by two orders of magnitude.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     torch.set_num_threads(1)
+    os.environ.setdefault("NEURIPS26_THREADS", "1")  # runs through the CLI pin one thread per xdist worker
 
 from neurips26 import reproduce
 from neurips26.reproduce import Experiment

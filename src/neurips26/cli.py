@@ -55,6 +55,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .reproduce._pinning import pin_numerics
+
+    pin_numerics()  # before any experiment loads numpy / torch kernels: same numbers on another x86 machine
     if args.slug == "all":
         exps = list(reproduce.EXPERIMENTS.values())
     else:

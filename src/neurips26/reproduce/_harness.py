@@ -420,6 +420,9 @@ def environment() -> dict[str, Any]:
         env["torch"] = None
     env["cpu"] = _cpu_model()
     env["packages"] = _loaded_package_versions()
+    from ._pinning import pinned_record
+
+    env["numerics"] = pinned_record()
     return env
 
 

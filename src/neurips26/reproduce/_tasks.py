@@ -180,6 +180,9 @@ def _pool_worker_init() -> None:
     # stops the workers), so that a worker does not die half-way through sending a result.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _limit_threads()
+    from ._pinning import pin_numerics
+
+    pin_numerics(threads=1)
     quiet_third_party()
 
 
