@@ -120,6 +120,36 @@ def minibatch_estimator(b: int) -> Callable:
     return estimate
 
 
+def _descend(oracle: GradientOracle, x: np.ndarray, estimator: Callable, max_queries: int, stop_eps, max_steps,
+             rng, counter: QueryCounter | None, step: Callable[[np.ndarray], np.ndarray]) -> Trace:
+    """The loop the first-order methods here share: ``x ← step(g)`` with ``g = estimator(oracle.at(x), rng,
+    counter)``, recording iterate, true ‖∇f‖, value and queries spent; stops once ‖∇f(x)‖ <= ``stop_eps``
+    (if given), after the step that reaches or passes ``max_queries``, or after ``max_steps`` steps.
+    ``step`` holds the method's own state (its parameter) and returns the new iterate."""
+    if stop_eps is not None:
+        stop_eps = check_real("stop_eps", stop_eps, low=0.0, low_open=True)
+    if max_steps is not None:
+        max_steps = check_int("max_steps", max_steps, minimum=0)
+    if not callable(estimator):
+        raise TypeError("estimator must be callable (oracle, rng, counter) -> gradient estimate")
+    rng = as_rng(rng)
+    counter = counter if counter is not None else QueryCounter()
+    q0 = counter.queries
+    its, gns, vals, qs = [x.copy()], [float(np.linalg.norm(oracle.grad(x)))], [_value(oracle, x)], [0]
+    reached = stop_eps is not None and gns[-1] <= stop_eps
+    steps = 0
+    while not reached and counter.queries - q0 < max_queries and (max_steps is None or steps < max_steps):
+        g = np.asarray(estimator(oracle.at(x), rng, counter), float).reshape(-1)
+        x = step(g)
+        steps += 1
+        its.append(x)
+        gns.append(float(np.linalg.norm(oracle.grad(x))))
+        vals.append(_value(oracle, x))
+        qs.append(counter.queries - q0)
+        reached = stop_eps is not None and gns[-1] <= stop_eps
+    return Trace(np.array(its), np.array(gns), np.array(vals), np.array(qs), bool(reached))
+
+
 def normalized_sgd(oracle: GradientOracle, x0, *, eta: float, estimator: Callable, max_queries: int,
                    stop_eps: float | None = None, max_steps: int | None = None, rng=None,
                    counter: QueryCounter | None = None) -> Trace:
@@ -130,31 +160,14 @@ def normalized_sgd(oracle: GradientOracle, x0, *, eta: float, estimator: Callabl
     x = _check_x0(oracle, x0)
     eta = check_real("eta", eta, low=0.0, low_open=True)
     max_queries = check_int("max_queries", max_queries, minimum=1)
-    if stop_eps is not None:
-        stop_eps = check_real("stop_eps", stop_eps, low=0.0, low_open=True)
-    if max_steps is not None:
-        max_steps = check_int("max_steps", max_steps, minimum=0)
-    if not callable(estimator):
-        raise TypeError("estimator must be callable (oracle, rng, counter) -> gradient estimate")
-    rng = as_rng(rng)
-    counter = counter if counter is not None else QueryCounter()
-    q0 = counter.queries
     xt = torch.tensor(x, dtype=torch.float64)
     norm = L2()
-    its, gns, vals, qs = [x.copy()], [float(np.linalg.norm(oracle.grad(x)))], [_value(oracle, x)], [0]
-    reached = stop_eps is not None and gns[-1] <= stop_eps
-    steps = 0
-    while not reached and counter.queries - q0 < max_queries and (max_steps is None or steps < max_steps):
-        g = np.asarray(estimator(oracle.at(xt.numpy()), rng, counter), float).reshape(-1)
+
+    def step(g: np.ndarray) -> np.ndarray:
         nsgd_step([xt], [torch.from_numpy(g)], None, [norm], lr=eta, beta=0.0, weight_decay=0.0, nesterov=False)
-        steps += 1
-        x = xt.numpy().copy()
-        its.append(x)
-        gns.append(float(np.linalg.norm(oracle.grad(x))))
-        vals.append(_value(oracle, x))
-        qs.append(counter.queries - q0)
-        reached = stop_eps is not None and gns[-1] <= stop_eps
-    return Trace(np.array(its), np.array(gns), np.array(vals), np.array(qs), bool(reached))
+        return xt.numpy().copy()
+
+    return _descend(oracle, x, estimator, max_queries, stop_eps, max_steps, rng, counter, step)
 
 
 def clipped_sgd(oracle: GradientOracle, x0, *, eta: float, estimator: Callable, max_queries: int,
@@ -169,36 +182,23 @@ def clipped_sgd(oracle: GradientOracle, x0, *, eta: float, estimator: Callable, 
     max_queries = check_int("max_queries", max_queries, minimum=1)
     if clip is not None:
         clip = check_real("clip", clip, low=0.0, low_open=True)
-    if stop_eps is not None:
-        stop_eps = check_real("stop_eps", stop_eps, low=0.0, low_open=True)
-    if max_steps is not None:
-        max_steps = check_int("max_steps", max_steps, minimum=0)
-    if not callable(estimator):
-        raise TypeError("estimator must be callable (oracle, rng, counter) -> gradient estimate")
-    rng = as_rng(rng)
-    counter = counter if counter is not None else QueryCounter()
-    q0 = counter.queries
     param = torch.nn.Parameter(torch.tensor(x, dtype=torch.float64))
     opt = torch.optim.SGD([param], lr=eta, momentum=0.0, weight_decay=0.0)
-    its, gns, vals, qs = [x.copy()], [float(np.linalg.norm(oracle.grad(x)))], [_value(oracle, x)], [0]
-    reached = stop_eps is not None and gns[-1] <= stop_eps
     steps = 0
-    while not reached and counter.queries - q0 < max_queries and (max_steps is None or steps < max_steps):
-        g = np.asarray(estimator(oracle.at(param.detach().numpy()), rng, counter), float).reshape(-1)
+
+    def step(g: np.ndarray) -> np.ndarray:
+        nonlocal steps
+        steps += 1
         param.grad = torch.from_numpy(g.copy())
         if clip is not None:
             torch.nn.utils.clip_grad_norm_([param], clip)
         opt.step()
-        steps += 1
         x = param.detach().numpy().copy()
         if not np.isfinite(x).all():
             raise FloatingPointError(f"clipped_sgd diverged at step {steps} (eta = {eta} too large?)")
-        its.append(x)
-        gns.append(float(np.linalg.norm(oracle.grad(x))))
-        vals.append(_value(oracle, x))
-        qs.append(counter.queries - q0)
-        reached = stop_eps is not None and gns[-1] <= stop_eps
-    return Trace(np.array(its), np.array(gns), np.array(vals), np.array(qs), bool(reached))
+        return x
+
+    return _descend(oracle, x, estimator, max_queries, stop_eps, max_steps, rng, counter, step)
 
 
 def qnsgd(oracle: GradientOracle, x0, *, eta: float, eps: float, max_queries: int,
