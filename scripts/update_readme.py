@@ -214,8 +214,8 @@ def render_page(slug: str, page: str) -> str:
 
 def outputs() -> dict[pathlib.Path, tuple[str, str]]:
     """{path: (current text, regenerated text)} for the README and every paper page."""
-    out = {README: (README.read_text(), None)}
-    out[README] = (out[README][0], render(out[README][0]))
+    readme = README.read_text()
+    out = {README: (readme, render(readme))}
     for row in ROWS:
         path = DOCS / f"{row.slug}.md"
         old = path.read_text()
