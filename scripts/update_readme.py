@@ -197,9 +197,15 @@ def claims_block(slug: str) -> str:
         row = f"| {_cell(c['claim'])} | {_number(c['ours'])} | {_number(c['baseline'])} | {verdict(c)} |"
         if ci:
             row += (f" {_number(c['diff'])} [{_number(c['ci'][0])}, {_number(c['ci'][1])}], "
-                    f"{100 * c['level']:g} %, n = {c['n']} |" if c.get("ci") else " single run |")
+                    f"{100 * c['level']:g} %, n = {c['n']}{_method(c)} |" if c.get("ci") else " single run |")
         lines.append(row)
     return "\n".join(lines)
+
+
+def _method(claim: dict) -> str:
+    """How the interval was found, where it is not the paired t over seeds that most claims use."""
+    method = claim.get("method", "paired t")
+    return "" if method == "paired t" else f" ({method})"
 
 
 def render_page(slug: str, page: str) -> str:

@@ -5,6 +5,7 @@ in report.md and printed by the CLI. Old single-run records keep their meaning."
 import json
 import math
 import textwrap
+from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from scipy import stats
 
 from neurips26.reproduce import Experiment, RunContext, run_experiment
 from neurips26.reproduce._harness import (VERDICTS, paired_interval, render_markdown, tally, verdict,
-                                          verdict_counts)
+                                          verdict_counts, verdict_text)
 
 
 @pytest.mark.parametrize("n, level, better", [(2, 0.95, "higher"), (3, 0.95, "lower"), (5, 0.9, "higher"),
@@ -227,3 +228,38 @@ def test_the_cli_report_table_counts_the_four_verdicts(paired_experiment, tmp_pa
     rows = [line for line in capsys.readouterr().out.splitlines() if "fake-paired" in line]
     assert len(rows) == 1  # the slug whole, on one line of 80 columns
     assert [cell.strip() for cell in rows[0].strip("│ ").split("│")][:3] == ["fake-paired", "1 / 4", "1 / 2 / 1"]
+
+
+def test_bound_decides_a_figure_against_a_fixed_threshold(tmp_path):
+    ctx = RunContext("x", tmp_path)
+    # slopes over three seeds, all well under 0.6: the whole interval of the mean is below it
+    assert ctx.bound("slope <= 0.6", [0.50, 0.52, 0.51], 0.6) == "holds"
+    assert ctx.bound("slope <= 0.4", [0.50, 0.52, 0.51], 0.4) == "does not hold"
+    assert ctx.bound("slope <= 0.51", [0.50, 0.52, 0.51], 0.51) == "inconclusive"
+    assert ctx.bound("fraction >= 0.95", [0.99, 1.0, 0.98], 0.95, better="higher") == "holds"
+    c = ctx.claims[0]
+    # the same interval as scipy's one-sample t test of the mean against the threshold
+    ref = stats.ttest_1samp([0.50, 0.52, 0.51], 0.6).confidence_interval(0.95)
+    assert c.ci == pytest.approx([0.6 - ref.high, 0.6 - ref.low])  # signed to favour ours: threshold - mean
+    assert c.baseline == 0.6 and c.method == "one-sample t" and c.n == 3
+    with pytest.raises(ValueError, match="threshold"):
+        ctx.bound("nan threshold", [0.5, 0.6], float("nan"))
+    assert ctx.bound("all capped", [1.0, 1.0], 0.5, capped=[True, True]) == "not tested"
+
+
+def test_decide_applies_the_rule_to_an_interval_found_elsewhere(tmp_path):
+    ctx = RunContext("x", tmp_path)
+    kw = dict(ours=0.71, baseline=0.70, n=500, method="paired bootstrap")
+    assert ctx.decide("bootstrap, above zero", diff=0.01, ci=[0.002, 0.02], **kw) == "holds"
+    assert ctx.decide("bootstrap, straddles", diff=0.01, ci=[-0.01, 0.02], **kw) == "inconclusive"
+    assert ctx.decide("bootstrap, below", diff=-0.01, ci=[-0.02, -0.001], **kw) == "does not hold"
+    assert ctx.decide("margin", diff=0.01, ci=[0.002, 0.02], margin=0.05, **kw) == "does not hold"
+    assert ctx.claims[0].method == "paired bootstrap" and ctx.claims[0].ci == [0.002, 0.02]
+    text = verdict_text(asdict(ctx.claims[0]))
+    assert "paired bootstrap" in text and "n = 500" in text
+    for bad, match in [(dict(ci=[0.02, 0.002]), "low <= high"), (dict(ci=[0.0, 0.1, 0.2]), "low <= high"),
+                       (dict(diff=0.5, ci=[0.0, 0.1]), "outside its interval"), (dict(n=1), "n must"),
+                       (dict(method=""), "method"), (dict(ci=[float("nan"), 0.1]), "finite")]:
+        args = dict(diff=0.01, ci=[0.0, 0.1]) | kw | bad
+        with pytest.raises(ValueError, match=match):
+            ctx.decide("bad", **args)

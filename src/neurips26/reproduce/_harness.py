@@ -90,6 +90,9 @@ class PairedClaim(Claim):
     verdict: str = "not tested"
     ours_seeds: list[float] = field(default_factory=list)
     baseline_seeds: list[float] = field(default_factory=list)
+    # how ``ci`` was found: "paired t" (compare), "one-sample t" (bound), or what the caller of
+    # ``decide`` says (e.g. "paired bootstrap" over test items)
+    method: str = "paired t"
 
 
 def verdict(claim: dict) -> str:
@@ -147,6 +150,11 @@ def paired_interval(ours: Sequence[float], baseline: Sequence[float], *, better:
         return mean, mean, mean
     half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
     return mean, mean - half, mean + half
+
+
+def _three_way(lo: float, hi: float, margin: float) -> str:
+    """The verdict of an interval [lo, hi] of a difference that favours ours when positive."""
+    return "holds" if lo > margin else "does not hold" if hi < margin else "inconclusive"
 
 
 def _finite_series(name: str, values: Any) -> list[float]:
@@ -227,7 +235,8 @@ class RunContext:
         self.claims.append(Claim(claim, number("ours", ours), number("baseline", baseline), holds))
 
     def compare(self, claim: str, ours: Sequence[float], baseline: Sequence[float], *, better: str = "higher",
-                margin: float = 0.0, level: float = 0.95, capped: Sequence[bool] | None = None) -> str:
+                margin: float = 0.0, level: float = 0.95, capped: Sequence[bool] | None = None,
+                method: str = "paired t") -> str:
         """Record a claim decided over seeds by a paired comparison, and return its verdict.
 
         ``ours[i]`` and ``baseline[i]`` are the two sides' figures on seed (or instance) ``i``; ``better``
@@ -266,11 +275,55 @@ class RunContext:
                       ours_seeds=a, baseline_seeds=b)
         if len(keep) < 2:
             paired_interval(a, b, better=better, level=level)  # the same checks of better and level
-            self.claims.append(PairedClaim(**record, verdict="not tested"))
+            self.claims.append(PairedClaim(**record, verdict="not tested", method=method))
             return "not tested"
         diff, lo, hi = paired_interval([a[i] for i in keep], [b[i] for i in keep], better=better, level=level)
-        v = "holds" if lo > margin else "does not hold" if hi < margin else "inconclusive"
-        self.claims.append(PairedClaim(**(record | dict(holds=_HOLDS[v])), diff=diff, ci=[lo, hi], verdict=v))
+        v = _three_way(lo, hi, margin)
+        self.claims.append(PairedClaim(**(record | dict(holds=_HOLDS[v])), diff=diff, ci=[lo, hi], verdict=v,
+                                       method=method))
+        return v
+
+    def bound(self, claim: str, values: Sequence[float], threshold: float, *, better: str = "lower",
+              level: float = 0.95, capped: Sequence[bool] | None = None) -> str:
+        """Record a claim that a figure lies below (``better="lower"``) or above (``"higher"``) a fixed
+        ``threshold``, decided over seeds from the Student-t interval of its mean: ``holds`` when the whole
+        interval is on the good side of the threshold, ``does not hold`` when it is wholly on the other,
+        ``inconclusive`` when it contains the threshold. For a rate, an exponent or a fraction that the
+        paper bounds (a log-log slope <= 0.6, a contraction ratio < 1). The baseline column holds the
+        threshold; ``capped`` is as in :meth:`compare`."""
+        a = _finite_series("values", values)
+        t = _finite_number("threshold", threshold)
+        return self.compare(claim, a, [float(t)] * len(a), better=better, level=level, capped=capped,
+                            method="one-sample t")
+
+    def decide(self, claim: str, *, ours: float, baseline: float, diff: float, ci: Sequence[float], n: int,
+               method: str, margin: float = 0.0, better: str = "higher", level: float = 0.95) -> str:
+        """Record a claim whose interval was found elsewhere (a paired bootstrap over test items, the
+        confidence interval of a fitted slope): ``diff`` is the estimate signed so that a positive value
+        favours ours, ``ci`` = [lo, hi] its interval at ``level`` over ``n`` items, ``method`` how it was
+        found. The verdict follows the rule of :meth:`compare`."""
+        if better not in ("higher", "lower"):
+            raise ValueError(f"better must be 'higher' or 'lower', got {better!r}")
+        if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+            raise ValueError(f"level must be a number strictly between 0 and 1, got {level!r}")
+        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin):
+            raise ValueError(f"margin must be a finite number, got {margin!r}")
+        if not isinstance(method, str) or not method:
+            raise ValueError(f"method must say how the interval was found (a non-empty string), got {method!r}")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+            raise ValueError(f"n must be the number of items (an int >= 2) the interval rests on, got {n!r}")
+        bounds = _finite_series("ci", ci)
+        if len(bounds) != 2 or bounds[0] > bounds[1]:
+            raise ValueError(f"ci must be [low, high] with low <= high, got {list(ci)!r}")
+        lo, hi = bounds
+        d = float(_finite_number("diff", diff))
+        if not lo <= d <= hi:
+            raise ValueError(f"diff {d} lies outside its interval [{lo}, {hi}]")
+        v = _three_way(lo, hi, margin)
+        self.claims.append(PairedClaim(claim=claim, ours=float(_finite_number("ours", ours)),
+                                       baseline=float(_finite_number("baseline", baseline)), holds=_HOLDS[v], n=n,
+                                       better=better, margin=float(margin), level=float(level), diff=d,
+                                       ci=[lo, hi], verdict=v, method=method))
         return v
 
     def table(self, title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
@@ -570,8 +623,10 @@ def verdict_text(claim: dict) -> str:
     lo, hi = claim["ci"]
     capped = f", {claim['n_capped']} capped pairs left out" if claim.get("n_capped") else ""
     margin = f", margin {claim['margin']:.4g}" if claim.get("margin") else ""
+    method = claim.get("method", "paired t")
+    how = "" if method == "paired t" else f", {method}"
     return (f"{v} ({claim['diff']:+.4g}, {100 * claim['level']:g}% CI [{lo:.4g}, {hi:.4g}], "
-            f"n = {claim['n']}{capped}{margin})")
+            f"n = {claim['n']}{capped}{margin}{how})")
 
 
 def render_markdown(results: dict[str, Any], sections: Sequence[str]) -> str:

@@ -318,7 +318,9 @@ def _verdict_cell(c: dict[str, Any], v: str) -> str:
     if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(_is_number(x) for x in ci):
         diff = f"{c['diff']:+.4g}, " if _is_number(c.get("diff")) else ""
         level = f"{100 * c['level']:g}% " if _is_number(c.get("level")) else ""
-        seeds = f", {c['n']} seeds" if _is_number(c.get("n")) else ""
+        method = c.get("method", "paired t")
+        seeds = "" if not _is_number(c.get("n")) else (f", {c['n']} seeds" if method in ("paired t", "one-sample t")
+                                                       else f", n = {c['n']}, {method}")
         capped = f", {c['n_capped']} capped left out" if _is_number(c.get("n_capped")) and c["n_capped"] else ""
         detail = f"<span class='ci'>{e(diff)}{e(level)}CI [{e(_fmt(ci[0]))}, {e(_fmt(ci[1]))}]{e(seeds + capped)}</span>"
     return f"<td class='{_verdict_class(v)}' data-label='verdict'>{e(v)}{detail}</td>"
