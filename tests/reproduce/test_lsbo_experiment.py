@@ -11,7 +11,7 @@ from neurips26.bayesopt import pretrained  # noqa: E402
 from neurips26.reproduce import lsbo_marginalized_kernel as exp_mod  # noqa: E402
 from neurips26.reproduce import run_experiment  # noqa: E402
 
-TINY = dict(tasks=("robot",), seeds=(0,), n_init=16, budget=10, batch=5, n_candidates=32,
+TINY = dict(tasks=("robot",), seeds=(0, 1), n_init=16, budget=10, batch=5, n_candidates=32,
             vae_epochs={"molecules": 1, "robot": 2}, sweep_task="robot", finetune_every=2)
 
 
@@ -25,8 +25,20 @@ def test_lsbo_experiment_contract(monkeypatch, tmp_path):
     for v in s.values():
         assert v["best_mean"] >= v["init_best"] and 0 <= v["validity"] <= 1 and 0 <= v["uniqueness"] <= 1
     assert (tmp_path / "cache" / "lsbo-robot-vae.pt").exists()  # trained once and cached
-    for claim in out["claims"]:
+    assert out["config"]["seeds"] == [0, 1]
+    per_seed = out["metrics"]["per_seed"]["robot"]
+    assert len(out["claims"]) == 3  # robot vs its strongest baseline, most tasks, bandwidth sweep
+    for claim in out["claims"]:  # every claim decided over the seeds, with its interval
         assert math.isfinite(claim["ours"]) and math.isfinite(claim["baseline"])
+        assert claim["verdict"] in ("holds", "does not hold", "inconclusive") and claim["n"] == 2
+        lo, hi = claim["ci"]
+        assert lo <= claim["diff"] <= hi
+    head = out["claims"][0]
+    rival = head["claim"].split("strongest baseline by mean: ")[1].split(";")[0]
+    assert head["ours_seeds"] == per_seed[exp_mod.OURS] and head["baseline_seeds"] == per_seed[rival]
+    assert rival == max((k for k in s if k != exp_mod.OURS), key=lambda k: s[k]["best_mean"])
+    wins = [float(a > b) for a, b in zip(per_seed[exp_mod.OURS], per_seed[rival])]
+    assert out["claims"][1]["ours_seeds"] == wins and out["claims"][1]["baseline"] == 0.5
     assert (tmp_path / "lsbo-marginalized-kernel" / "best-found.png").exists()
 
 
