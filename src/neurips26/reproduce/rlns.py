@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -432,26 +433,54 @@ def run(ctx: RunContext) -> None:
     plots(ctx, summary)
 
 
+@dataclass(frozen=True)
+class Step:
+    """One task of the sweep: ``kind`` names the measurement (exactness of the sampler on one
+    problem, learning one task for one seed, the large GAP, the scaling rows); every task of a
+    kind reads its sizes from ``SIZES[quick]``."""
+
+    kind: str
+    quick: bool
+    seed: int
+    target: str = ""  # the exactness problem, or the learning task
+
+
+EXACTNESS = {"k-subset n=10 k=3": (lambda: KSubset(10, 3), 3), "GAP 5x3": (small_gap, 2)}
+LEARNERS = {"k-subset": lambda cfg, s: run_ksubset(cfg, s), "gap": lambda cfg, s: run_gap(cfg, s),
+            "vsp": lambda cfg, s: run_vsp(cfg, s)}
+
+
+def run_step(step: Step) -> dict:
+    cfg = SIZES[step.quick]
+    if step.kind == "exactness":
+        make, block = EXACTNESS[step.target]
+        return exactness(make(), block, step.seed, cfg["tv_samples"])
+    if step.kind == "learning":
+        return LEARNERS[step.target](cfg, step.seed)
+    if step.kind == "gap-large":
+        # RLNS-FY where the global solver is slow: the exact-solver loss is not run there (its
+        # training time is projected in summarize)
+        return run_gap(cfg, step.seed, size=cfg["gap_large"], n_train=cfg["gap_large_train"],
+                       n_test=cfg["gap_large_test"], methods=("rlns-fy", "two-stage"), time_limit=cfg["time_limit"])
+    if step.kind == "scaling":
+        return {"rows": scaling(cfg["scaling"], step.seed, time_limit=cfg["time_limit"])}
+    raise ValueError(f"unknown step kind {step.kind!r}")
+
+
 def _run(ctx: RunContext, cfg, seeds: list[int]) -> dict:
-    """Every measurement, in order: the sampler's exactness, learning on the three tasks per
-    seed, learning on the large GAP, and the MILP-vs-RLNS-move scaling."""
-    exactness_checks = {}
-    for name, problem, block in ctx.track([("k-subset n=10 k=3", KSubset(10, 3), 3), ("GAP 5x3", small_gap(), 2)],
-                                          "exactness of the sampler"):
-        exactness_checks[name] = exactness(problem, block, ctx.seed, cfg["tv_samples"])
-    learning = {"k-subset": [], "gap": [], "vsp": []}
-    for s in ctx.track(seeds, "k-subset learning (3 methods)"):
-        learning["k-subset"].append(run_ksubset(cfg, s))
-    for s in ctx.track(seeds, "GAP learning (3 methods)"):
-        learning["gap"].append(run_gap(cfg, s))
-    for s in ctx.track(seeds, "vehicle scheduling learning (3 methods)"):
-        learning["vsp"].append(run_vsp(cfg, s))
-    # RLNS-FY where the global solver is slow: the exact-solver loss is not run there (its
-    # training time is projected in summarize)
-    large = run_gap(cfg, ctx.seed, size=cfg["gap_large"], n_train=cfg["gap_large_train"],
-                    n_test=cfg["gap_large_test"], methods=("rlns-fy", "two-stage"), time_limit=cfg["time_limit"])
-    rows = scaling(cfg["scaling"], ctx.seed, time_limit=cfg["time_limit"])
-    return {"exactness": exactness_checks, "learning": learning, "gap_large": large, "scaling": rows}
+    """Every measurement, as tasks of ``ctx.map``: the sampler's exactness, learning on the three
+    tasks per seed, learning on the large GAP, and the MILP-vs-RLNS-move scaling."""
+    q = ctx.quick
+    checks = ctx.map(run_step, [Step("exactness", q, ctx.seed, name) for name in EXACTNESS],
+                     "exactness of the sampler")
+    learning = {}
+    for task, label in (("k-subset", "k-subset"), ("gap", "GAP"), ("vsp", "vehicle scheduling")):
+        learning[task] = ctx.map(run_step, [Step("learning", q, s, task) for s in seeds],
+                                 f"{label} learning (3 methods)")
+    large, rows = ctx.map(run_step, [Step("gap-large", q, ctx.seed), Step("scaling", q, ctx.seed)],
+                          "large GAP and scaling")
+    return {"exactness": dict(zip(EXACTNESS, checks)), "learning": learning, "gap_large": large,
+            "scaling": rows["rows"]}
 
 
 def summarize(raw, cfg) -> dict:
