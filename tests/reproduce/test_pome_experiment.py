@@ -28,10 +28,36 @@ def test_pome_experiment_contract_and_determinism(tiny, tmp_path):
         assert 0.0 <= m[key] <= 1.0
         assert len(m[key + "_per_seed"]) == 2
     assert m["acc_pome"] == pytest.approx(sum(m["acc_pome_per_seed"]) / 2)
+    assert m["finetune_seeds"] == [1, 2]  # ctx.seed, ctx.seed + 1
+    assert len(a["claims"]) == 2
+    for claim in a["claims"]:  # every claim decided over the fine-tuning seeds, with its interval
+        assert claim["verdict"] in ("holds", "does not hold", "inconclusive", "not tested")
+        assert claim["n"] + claim["n_capped"] == 2 and claim["method"] == "paired t"
     claim = a["claims"][0]
-    assert claim["ours"] == m["acc_pome"] and claim["baseline"] == m["acc_finetuned"]
-    assert claim["holds"] == (m["acc_pome"] > m["acc_finetuned"])
+    assert claim["ours_seeds"] == m["acc_pome_per_seed"] and claim["baseline_seeds"] == m["acc_finetuned_per_seed"]
+    assert claim["ours"] == pytest.approx(m["acc_pome"]) and claim["baseline"] == pytest.approx(m["acc_finetuned"])
+    assert claim["diff"] == pytest.approx(m["acc_pome"] - m["acc_finetuned"])
+    lo, hi = claim["ci"]
+    assert lo <= claim["diff"] <= hi
+    assert claim["verdict"] == ("holds" if lo > 0 else "does not hold" if hi < 0 else "inconclusive")
     assert a["metrics"] == b["metrics"]  # same seed, same figures
     for png in ("accuracy.png", "pome_grid.png", "loss.png"):
         assert (tmp_path / "a" / "pome" / png).exists()
     json.loads((tmp_path / "a" / "pome" / "results.json").read_text())
+
+
+def test_pome_seeds_in_parallel_give_the_same_figures(tiny, tmp_path):
+    """Each fine-tuning seed is one task of ctx.map; a worker process pretrains the base again itself
+    and must get the same model: two processes give what one gives. A worker runs one thread with its
+    kernels pinned (neurips26.reproduce._pinning), which this test process need not be: the losses may
+    differ in their last bits, the accuracies and the claims not."""
+    exp = reproduce.get("pome")
+    one = run_experiment(exp, tmp_path / "one", seed=3, quick=True)
+    two = run_experiment(exp, tmp_path / "two", seed=3, quick=True, jobs=2)
+    assert one["metrics"].keys() == two["metrics"].keys()
+    for key, value in one["metrics"].items():
+        if key.endswith("_loss"):
+            assert two["metrics"][key] == pytest.approx(value, rel=1e-6), key
+        else:
+            assert two["metrics"][key] == value, key
+    assert one["claims"] == two["claims"]

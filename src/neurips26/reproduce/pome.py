@@ -133,64 +133,75 @@ def run(ctx: RunContext) -> None:
     raw = _run(ctx, size)
     summary = summarize(raw)
     metrics(ctx, raw, summary)
-    claims(ctx, summary)
+    claims(ctx, raw, summary)
     tables(ctx, raw, summary, size)
     plots(ctx, raw, summary)
 
 
 def _run(ctx: RunContext, size: dict) -> dict:
-    """Data, one pretraining, then per fine-tuning seed the fine-tuned model and every
-    post-hoc edit with its hyper-parameter chosen on validation. Returns test accuracies
-    per method and seed, the choices, POME's validation grid and the loss curves."""
+    """One pretraining (from the run seed), then per fine-tuning seed (``ctx.seed``, ``ctx.seed + 1``, ...;
+    one task of ``ctx.map`` each) the fine-tuned model and every post-hoc edit with its hyper-parameter
+    chosen on validation. Returns test accuracies per method and seed, the choices, POME's validation
+    grid and the loss curves."""
+    tasks = [dict(run_seed=ctx.seed, finetune_seed=ctx.seed + s, size=dict(size)) for s in range(size["seeds"])]
+    outs = ctx.map(finetune_and_edit, tasks, description=f"fine-tune and edit ({size['seeds']} seeds)")
+    test_acc = {m: [o["test"][m] for o in outs] for m in METHODS}
+    chosen = {m: [o["chosen"][m] for o in outs] for m in METHODS[1:]}
+    pome_grid = np.mean([np.array(o["pome_val"]) for o in outs], axis=0)
+    first = outs[0]
+    return {"test_acc": test_acc, "chosen": chosen, "pome_grid": pome_grid, "ft_curves": [o["curve"] for o in outs],
+            "pre_losses": first["pre_losses"], "acc_pretrained": first["acc_pretrained"],
+            "n_params": first["n_params"], "split_sizes": tuple(first["split_sizes"]),
+            "finetune_seeds": [t["finetune_seed"] for t in tasks]}
+
+
+_PRETRAINED: dict = {}  # (run seed, size) -> data and pretrained base: a pure function of its key
+
+
+def _pretrained(run_seed: int, size: dict) -> dict:
+    """The data splits and the pretrained base model of run seed ``run_seed``: one W_pre for every
+    fine-tuning seed, as in the paper. Computed once per process (every fine-tuning task of a run
+    needs it; it depends only on its arguments, so a worker process that computes it again gets the
+    same model)."""
+    key = (run_seed, tuple(sorted(size.items())))
+    if key in _PRETRAINED:
+        return _PRETRAINED[key]
     tok = CharTokenizer()
-    rng = random.Random(ctx.seed)
+    rng = random.Random(run_seed)
     problems = [_problem(rng) for _ in range(6 * (size["n_train"] + size["n_val"] + size["n_test"]))]
     train, val, test = split_unique(problems, [size["n_train"], size["n_val"], size["n_test"]], rng)
     val_t, test_t = qa_tensors(tok, val), qa_tensors(tok, test)
     train_ids, train_labels = qa_tensors(tok, train)
 
-    # --- pretraining: one base model for all fine-tuning seeds (one W_pre, as in the paper)
-    torch.manual_seed(ctx.seed)
+    torch.manual_seed(run_seed)
     base = _make_model(tok.vocab_size, size)
-    n_params = sum(p.numel() for p in base.parameters())
-    pre_rng = random.Random(ctx.seed + 1)
+    pre_rng = random.Random(run_seed + 1)
 
     def pretrain_batch(step: int):
         seqs = [[BOS] + tok.encode(_pretrain_text(pre_rng)) + [EOS] for _ in range(size["batch"])]
         ids = pad_batch(seqs)
         return ids, ids.masked_fill(ids == 0, -100)
 
-    pre_losses = train_lm(base, pretrain_batch, size["pretrain_steps"], lr=3e-3, track=ctx.track, description="pretrain")
-    pre_state = {k: v.detach().clone() for k, v in base.state_dict().items()}
-    acc_pretrained = exact_match(base, *test_t)
-
-    data = {"train": (train_ids, train_labels), "val": val_t, "test": test_t}
-    test_acc = {m: [] for m in METHODS}
-    chosen = {m: [] for m in METHODS[1:]}
-    pome_grid = np.zeros((len(POME_RANK_RATIOS), len(POME_GAINS)))
-    ft_curves = []
-    for s in range(size["seeds"]):
-        out = _finetune_and_edit(ctx, size, base, pre_state, data, s)
-        ft_curves.append(out["curve"])
-        for m in METHODS:
-            test_acc[m].append(out["test"][m])
-            if m in chosen:
-                chosen[m].append(out["chosen"][m])
-        for (i, r) in enumerate(POME_RANK_RATIOS):
-            for (j, gn) in enumerate(POME_GAINS):
-                pome_grid[i, j] += out["pome_val"][(r, gn)] / size["seeds"]
-    return {"test_acc": test_acc, "chosen": chosen, "pome_grid": pome_grid, "ft_curves": ft_curves,
-            "pre_losses": pre_losses, "acc_pretrained": acc_pretrained, "n_params": n_params,
-            "split_sizes": (len(train), len(val), len(test))}
+    pre_losses = train_lm(base, pretrain_batch, size["pretrain_steps"], lr=3e-3, description="pretrain")
+    out = {"base": base, "pre_state": {k: v.detach().clone() for k, v in base.state_dict().items()},
+           "data": {"train": (train_ids, train_labels), "val": val_t, "test": test_t},
+           "pre_losses": pre_losses, "acc_pretrained": exact_match(base, *test_t),
+           "n_params": sum(p.numel() for p in base.parameters()), "split_sizes": [len(train), len(val), len(test)]}
+    _PRETRAINED.clear()  # keep one base model in memory
+    _PRETRAINED[key] = out
+    return out
 
 
-def _finetune_and_edit(ctx: RunContext, size: dict, base, pre_state: dict, data: dict, s: int) -> dict:
-    """Fine-tuning seed ``s``: fine-tune a copy of ``base``, then edit its delta with every
-    method, each hyper-parameter chosen on validation. Returns the loss curve, each
-    method's test accuracy and choice, and POME's validation accuracy over its grid."""
+def finetune_and_edit(task: dict) -> dict:
+    """One task: fine-tune a copy of the run's pretrained base with seed ``task["finetune_seed"]``,
+    then edit its delta with every method, each hyper-parameter chosen on validation. Returns the
+    loss curve, each method's test accuracy and choice, POME's validation accuracy over its grid
+    (rank ratio × gain), and the pretraining's figures (the same in every task of a run)."""
+    size, seed = task["size"], task["finetune_seed"]
+    pre = _pretrained(task["run_seed"], size)
+    base, pre_state, data = pre["base"], pre["pre_state"], pre["data"]
     train_ids, train_labels = data["train"]
     val_t, test_t = data["val"], data["test"]
-    seed = ctx.seed * 1000 + s
     model = copy.deepcopy(base)
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
@@ -199,8 +210,7 @@ def _finetune_and_edit(ctx: RunContext, size: dict, base, pre_state: dict, data:
         idx = torch.randint(0, len(train_ids), (size["batch"],), generator=generator)
         return train_ids[idx], train_labels[idx]
 
-    curve = train_lm(model, ft_batch, size["finetune_steps"], lr=2e-3, track=ctx.track,
-                     description=f"fine-tune seed {s + 1}/{size['seeds']}")
+    curve = train_lm(model, ft_batch, size["finetune_steps"], lr=2e-3, description=f"fine-tune seed {seed}")
     ft_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
 
     def score(state: dict, split) -> float:
@@ -241,7 +251,9 @@ def _finetune_and_edit(ctx: RunContext, size: dict, base, pre_state: dict, data:
 
     chosen["extrapolate"], test["extrapolate"], _ = select(
         {t: (lambda t=t: _edited(pre_state, ft_state, lambda k, d: t * d)) for t in EXTRAPOLATE_FACTORS})
-    return {"curve": curve, "test": test, "chosen": chosen, "pome_val": pome_val}
+    grid = [[pome_val[(r, gn)] for gn in POME_GAINS] for r in POME_RANK_RATIOS]
+    return {"curve": curve, "test": test, "chosen": chosen, "pome_val": grid, "pre_losses": pre["pre_losses"],
+            "acc_pretrained": pre["acc_pretrained"], "n_params": pre["n_params"], "split_sizes": pre["split_sizes"]}
 
 
 def summarize(raw) -> dict:
@@ -266,18 +278,24 @@ def metrics(ctx: RunContext, raw, summary) -> None:
     ctx.metric("pretrain_final_loss", float(np.mean(raw["pre_losses"][-20:])))
     ctx.metric("finetune_final_loss", float(np.mean([np.mean(c[-20:]) for c in raw["ft_curves"]])))
     ctx.metric("pome_val_grid", raw["pome_grid"].tolist())
+    ctx.metric("finetune_seeds", raw["finetune_seeds"])
 
 
-def claims(ctx: RunContext, summary) -> None:
-    means = summary["means"]
-    ctx.claim(
-        "POME improves exact-match test accuracy over the fine-tuned model (paper: +2.5 points on GSM8K)",
-        ours=means["pome"], baseline=means["finetuned"], holds=means["pome"] > means["finetuned"],
+def claims(ctx: RunContext, raw, summary) -> None:
+    """Both claims paired over the fine-tuning seeds of one pretrained model: on each seed, POME and the
+    baseline edit the same fine-tuned weights and are scored on the same test problems."""
+    acc, means = raw["test_acc"], summary["means"]
+    n = len(acc["pome"])
+    ctx.compare(
+        "POME improves exact-match test accuracy over the fine-tuned model (paper: +2.5 points on GSM8K), "
+        f"paired over {n} fine-tuning seeds",
+        acc["pome"], acc["finetuned"], better="higher",
     )
     best_base = max(("truncated", "dare", "extrapolate"), key=means.get)
-    ctx.claim(
-        f"POME beats the best other post-hoc edit of the delta ({best_base})",
-        ours=means["pome"], baseline=means[best_base], holds=means["pome"] > means[best_base],
+    ctx.compare(
+        f"POME beats the best other post-hoc edit of the delta ({best_base}, best mean over seeds), "
+        f"paired over {n} fine-tuning seeds",
+        acc["pome"], acc[best_base], better="higher",
     )
 
 
@@ -293,10 +311,12 @@ def tables(ctx: RunContext, raw, summary, size) -> None:
         "applies POME to every attention and MLP projection."
     )
     ctx.table(
-        "Test exact-match accuracy (mean ± std over seeds)",
-        ["method", "accuracy", "std", "chosen on validation (per seed)"],
-        [(m, means[m], stds[m], chosen.get(m, "-")) for m in METHODS]
-        + [("pretrained (no fine-tuning)", raw["acc_pretrained"], 0.0, "-")],
+        f"Test exact-match accuracy (%), mean ± std over {len(raw['finetune_seeds'])} fine-tuning seeds "
+        f"{raw['finetune_seeds']}",
+        ["method", "accuracy (mean ± std)", "per seed", "chosen on validation (per seed)"],
+        [(m, f"{100 * means[m]:.1f} ± {100 * stds[m]:.1f}", ", ".join(f"{100 * a:.1f}" for a in raw["test_acc"][m]),
+          chosen.get(m, "-")) for m in METHODS]
+        + [("pretrained (no fine-tuning)", f"{100 * raw['acc_pretrained']:.1f}", "-", "-")],
     )
 
 
@@ -307,11 +327,14 @@ def plots(ctx: RunContext, raw, summary) -> None:
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.bar(methods, [100 * means[m] for m in methods], yerr=[100 * stds[m] for m in methods], capsize=4,
-           color=["#888", "#c33", "#48a", "#4a8", "#a84", "#e77"])
+           color=["#888", "#c33", "#48a", "#4a8", "#a84", "#e77"], alpha=0.75)
+    for i, m in enumerate(methods):  # every seed as a point: the claims pair them
+        seeds = raw["test_acc"][m]
+        ax.plot(i + np.linspace(-0.2, 0.2, len(seeds)), [100 * a for a in seeds], "k.", ms=5)
     ax.tick_params(axis="x", labelsize=7)
     ax.set_ylabel("test exact match (%)")
-    ax.set_title("POME vs post-hoc baselines")
-    ctx.figure(fig, "accuracy", "Test exact-match accuracy, mean ± std over fine-tuning seeds.")
+    ax.set_title("POME vs post-hoc baselines (dots: one fine-tuning seed each)", fontsize=9)
+    ctx.figure(fig, "accuracy", "Test exact-match accuracy: bars mean ± std over fine-tuning seeds, dots one seed each.")
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(5, 3.5))
@@ -330,8 +353,8 @@ def plots(ctx: RunContext, raw, summary) -> None:
 
     fig, ax = plt.subplots(figsize=(6, 3.2))
     ax.plot(pre_losses, label="pretrain", color="#888")
-    for i, c in enumerate(ft_curves):
-        ax.plot(range(len(pre_losses), len(pre_losses) + len(c)), c, label=f"fine-tune seed {i + 1}", lw=0.8)
+    for seed, c in zip(raw["finetune_seeds"], ft_curves):
+        ax.plot(range(len(pre_losses), len(pre_losses) + len(c)), c, label=f"fine-tune seed {seed}", lw=0.8)
     ax.set(xlabel="step", ylabel="loss", yscale="log")
     ax.legend(fontsize=7)
     ctx.figure(fig, "loss", "Training loss: pretraining, then answer-only fine-tuning.")
