@@ -31,7 +31,7 @@ from ._common import pyplot
 from ._harness import RunContext
 
 SIZES = {
-    True: dict(seeds=2, rays_b=5, rays_digits=3, budget_a=10000, budget_b=1500, budget_digits=1500, n_train=1000,
+    True: dict(seeds=3, rays_b=4, rays_digits=3, budget_a=6000, budget_b=1000, budget_digits=1000, n_train=1000,
                n_test=500, cost_steps=10, problems=["zdt1", "zdt2", "fonseca-fleming"], nsga_pop=40, nsga_gen=60),
     False: dict(seeds=5, rays_b=11, rays_digits=5, budget_a=20000, budget_b=4000, budget_digits=3000, n_train=4000,
                 n_test=1000, cost_steps=30, problems=["zdt1", "zdt2", "fonseca-fleming"], nsga_pop=100, nsga_gen=200),
@@ -145,13 +145,17 @@ def _run_gradient(method, F, x0, budget, lr, schedule, **kw):
 
 @dataclass(frozen=True)
 class ConvexTask:
+    """One method on convex instance ``seed`` at step size ``lr``; ``merit`` False on the tuning runs."""
     method: str
     seed: int
     budget: int
+    lr: float
+    merit: bool = True
 
 
 SCHED_A = (10.0, 1000.0, 0.5)
 SCHED_B = (1.0, 10.0, 0.7)
+TUNE_OFFSET = 10**6  # the tuning instance / start of a run with seed s is s + TUNE_OFFSET
 
 
 def _convex_instance(seed):
@@ -166,60 +170,51 @@ def _convex_instance(seed):
 
 
 def run_convex(t: ConvexTask) -> dict:
-    """(a): tune lr on instance seed + 10⁶, run on instance seed; distance and merit at the end."""
-    def solve(seed, lr):
-        a, z, xstar = _convex_instance(seed)
-        F = lambda x: ((x[None] - a) ** 2).sum(1)  # noqa: E731
-        x = _run_gradient(t.method, F, torch.zeros(5, dtype=torch.float64), t.budget, lr, SCHED_A, ray=None, target=z)
-        if x is None:
-            return math.inf, math.inf
-        return float((x - xstar).norm()), weak_pareto_merit(F, x, ALPHA).value
-
-    lr = min(LR_GRID, key=lambda lr: solve(t.seed + 10**6, lr)[0])
-    dist, merit = solve(t.seed, lr)
-    return {"dist": dist, "merit": merit, "lr": lr}
+    """(a): distance to the preferred point and merit u_α at the end. A diverged run counts as not
+    having moved from its start x₀ = 0 (its distance and merit there), flagged ``diverged``."""
+    a, z, xstar = _convex_instance(t.seed)
+    F = lambda x: ((x[None] - a) ** 2).sum(1)  # noqa: E731
+    x0 = torch.zeros(5, dtype=torch.float64)
+    x = _run_gradient(t.method, F, x0, t.budget, t.lr, SCHED_A, ray=None, target=z)
+    diverged = x is None
+    x = x0 if diverged else x
+    return {"dist": float((x - xstar).norm()), "diverged": diverged,
+            "merit": weak_pareto_merit(F, x, ALPHA).value if t.merit else None}
 
 
 # ----------------------------------------------------------------------------- (b) nonconvex
 
 @dataclass(frozen=True)
 class FrontTask:
+    """One method on one problem from the start drawn with ``seed``, at step size ``lr``: every ray,
+    or (``tune``) the middle ray only, without merits."""
     problem: str
     method: str
     seed: int
     rays: int
     budget: int
+    lr: float
+    tune: bool = False
 
 
 def run_front(t: FrontTask) -> dict:
-    """(b): one method on one problem, every ray; lr tuned on the middle ray from another start."""
+    """(b): per ray, the point reached, its distance to the ray's preferred point and u_α there.
+    A diverged run counts as not having moved from its start (flagged in ``diverged``)."""
     F, n = PROBLEMS[t.problem], N_VAR[t.problem]
     front, rays = _front(t.problem), _rays(t.rays)
     g = torch.Generator().manual_seed(t.seed)
     x0 = torch.rand(n, generator=g, dtype=torch.float64) * 2 - 1
-    x_tune = torch.rand(n, generator=g, dtype=torch.float64) * 2 - 1
-
-    def solve(x_start, k, lr):
-        x = _run_gradient(t.method, F, x_start, t.budget, lr, SCHED_B, ray=tuple(rays[k]), rays=rays, index=k)
-        if x is None:
-            return None, math.inf
+    points, dists, merits, diverged = [], [], [], []
+    for k in ([len(rays) // 2] if t.tune else range(len(rays))):
+        x = _run_gradient(t.method, F, x0, t.budget, t.lr, SCHED_B, ray=tuple(rays[k]), rays=rays, index=k)
+        diverged.append(x is None)
+        x = x0 if x is None else x
         Fx = F(x).detach().numpy()
-        return x, float(np.linalg.norm(Fx - _preferred(front, rays[k])))
-
-    mid = len(rays) // 2
-    lr = min(LR_GRID, key=lambda lr: solve(x_tune, mid, lr)[1])
-    points, dists, merits = [], [], []
-    for k in range(len(rays)):
-        x, dist = solve(x0, k, lr)
-        if x is None:
-            points.append([math.nan, math.nan])
-            dists.append(math.inf)
-            merits.append(math.inf)
-            continue
-        points.append(F(x).detach().numpy().tolist())
-        dists.append(dist)
-        merits.append(weak_pareto_merit(F, x, ALPHA, inner_steps=200).value)
-    return {"points": points, "dist": dists, "merit": merits, "lr": lr}
+        points.append(Fx.tolist())
+        dists.append(float(np.linalg.norm(Fx - _preferred(front, rays[k]))))
+        if not t.tune:
+            merits.append(weak_pareto_merit(F, x, ALPHA, inner_steps=200).value)
+    return {"points": points, "dist": dists, "merit": merits, "diverged": diverged}
 
 
 @dataclass(frozen=True)
@@ -392,150 +387,188 @@ def run_cost(t: CostTask) -> dict:
 
 def run(ctx: RunContext) -> None:
     size = SIZES[ctx.quick]
-    ctx.config.update(size, lr_grid=list(LR_GRID), digits_lr=DIGITS_LR, alpha=ALPHA,
+    seeds = [ctx.seed + s for s in range(size["seeds"])]
+    tune_seed = ctx.seed + TUNE_OFFSET
+    ctx.config.update(size, seed_list=seeds, tuning_seed=tune_seed, lr_grid=list(LR_GRID), digits_lr=DIGITS_LR,
+                      alpha=ALPHA,
                       paretom3=dict(schedule_a=list(SCHED_A), schedule_b=list(SCHED_B), lr_y=LR_Y, lr_lambda=LR_LAMBDA,
                                     lr_t="lr / max(1, gamma_t * alpha)", digits=dict(gamma=1.0, lr_y=DIGITS_LR, alpha=DIGITS_ALPHA)),
                       baselines=dict(epo_eps=1e-4, png=dict(alpha=0.5, e=1e-3), pmtl_eps=1e-3))
-    seeds = [ctx.seed * 100 + s for s in range(size["seeds"])]
-    a_tasks = [ConvexTask(m, s, size["budget_a"]) for m in A_METHODS for s in seeds]
-    b_tasks = [FrontTask(p, m, s, size["rays_b"], size["budget_b"]) for p in size["problems"] for m in B_METHODS
-               for s in seeds]
+    # step sizes: each method's (per problem on (b)) chosen once on the tuning instance / start, then run on every seed
+    a_tune = [ConvexTask(m, tune_seed, size["budget_a"], lr, merit=False) for m in A_METHODS for lr in LR_GRID]
+    b_tune = [FrontTask(p, m, tune_seed, size["rays_b"], size["budget_b"], lr, tune=True)
+              for p in size["problems"] for m in B_METHODS for lr in LR_GRID]
+    a_tune_res = ctx.map(run_convex, a_tune, description="(a) convex: step-size tuning")
+    b_tune_res = ctx.map(run_front, b_tune, description="(b) nonconvex: step-size tuning")
+    lr_a = _choose_lr(a_tune, a_tune_res, lambda t: t.method)
+    lr_b = _choose_lr(b_tune, b_tune_res, lambda t: (t.problem, t.method))
+    a_tasks = [ConvexTask(m, s, size["budget_a"], lr_a[m]) for m in A_METHODS for s in seeds]
+    b_tasks = [FrontTask(p, m, s, size["rays_b"], size["budget_b"], lr_b[p, m]) for p in size["problems"]
+               for m in B_METHODS for s in seeds]
     n_tasks = [NSGATask(p, s, size["rays_b"], size["nsga_pop"], size["nsga_gen"]) for p in size["problems"] for s in seeds]
     rays = _rays(size["rays_digits"])
     d_tasks = [DigitsTask(m, tuple(map(float, r)), tuple(map(tuple, rays.tolist())), k, s, size["budget_digits"],
                           size["n_train"], size["n_test"])
                for m in DIGIT_METHODS for k, r in enumerate(rays) for s in seeds]
-    c_tasks = [CostTask(m, size["cost_steps"], ctx.seed) for m in (2, 5, 10)]
+    c_tasks = [CostTask(m, size["cost_steps"], s) for s in seeds for m in (2, 5, 10)]
     a_res = ctx.map(run_convex, a_tasks, description="(a) convex")
     b_res = ctx.map(run_front, b_tasks, description="(b) nonconvex fronts")
     n_res = ctx.map(run_nsga, n_tasks, description="NSGA-II")
     d_res = ctx.map(run_digits, d_tasks, description="multi-digit classification")
     c_res = ctx.map(run_cost, c_tasks, description="cost per iteration")
-    _record(ctx, size, a_tasks, a_res, b_tasks, b_res, n_tasks, n_res, d_tasks, d_res, c_tasks, c_res)
+    summary = summarize(size, seeds, lr_a, lr_b, a_tasks, a_res, b_tasks, b_res, n_tasks, n_res, d_tasks, d_res,
+                        c_tasks, c_res)
+    for name, value in summary.items():
+        ctx.metric(name, value)
+    claims(ctx, size, summary)
+    tables(ctx, size, summary)
+    _figures(ctx, size, summary)
 
 
-def _mean(v):
-    """Mean over the finite entries (a diverged run counts in ``diverged`` instead); -1 if none."""
-    v = np.asarray(v, float)
-    return float(np.mean(v[np.isfinite(v)])) if np.isfinite(v).any() else -1.0
+def _choose_lr(tasks, results, key) -> dict:
+    """Per key, the step size of the grid with the smallest distance on the tuning run (ties: the larger
+    step, the grid's order)."""
+    best: dict = {}
+    for t, r in zip(tasks, results):
+        d = float(np.mean(r["dist"]))
+        if key(t) not in best or d < best[key(t)][0]:
+            best[key(t)] = (d, t.lr)
+    return {k: v[1] for k, v in best.items()}
 
 
-def _diverged(rows, key="dist"):
-    return int(sum(not np.all(np.isfinite(np.asarray(r[key], float))) for r in rows))
+def _stats(v) -> dict:
+    v = [float(x) for x in v]
+    return {"mean": float(np.mean(v)), "std": float(np.std(v)), "seeds": v}
 
 
-def _record(ctx, size, a_tasks, a_res, b_tasks, b_res, n_tasks, n_res, d_tasks, d_res, c_tasks, c_res):
+def summarize(size, seeds, lr_a, lr_b, a_tasks, a_res, b_tasks, b_res, n_tasks, n_res, d_tasks, d_res, c_tasks,
+              c_res) -> dict:
+    """The metrics: per method the mean, spread (std over seeds) and per-seed values of each figure;
+    on (b) also the per-instance distances (seed-major, then ray) that the paired claim uses."""
     from pymoo.indicators.hv import HV
 
-    # (a)
-    conv = {m: {"dist": _mean([r["dist"] for t, r in zip(a_tasks, a_res) if t.method == m]),
-                "merit": _mean([r["merit"] for t, r in zip(a_tasks, a_res) if t.method == m]),
-                "lr": [r["lr"] for t, r in zip(a_tasks, a_res) if t.method == m],
-                "diverged_runs": _diverged([r for t, r in zip(a_tasks, a_res) if t.method == m])} for m in A_METHODS}
-    ctx.metric("convex", conv)
-    # (b)
+    def rows(tasks, results, **match):
+        return [r for t, r in zip(tasks, results) if all(getattr(t, k) == v for k, v in match.items())]
+
+    conv = {}
+    for m in A_METHODS:
+        rs = rows(a_tasks, a_res, method=m)
+        conv[m] = {"dist": _stats([r["dist"] for r in rs]), "merit": _stats([r["merit"] for r in rs]), "lr": lr_a[m],
+                   "diverged_runs": int(sum(r["diverged"] for r in rs))}
     hv = HV(ref_point=np.array([1.1, 1.1]))
     fronts: dict = {}
     for p in size["problems"]:
         fronts[p] = {}
         for m in B_METHODS + ("NSGA-II",):
-            rows = ([r for t, r in zip(b_tasks, b_res) if t.problem == p and t.method == m] if m != "NSGA-II"
-                    else [r for t, r in zip(n_tasks, n_res) if t.problem == p])
-            hvs = []
-            for r in rows:
-                P = np.asarray(r["points"], float)
-                P = P[np.all(np.isfinite(P), 1)]
-                hvs.append(float(hv(P)) if len(P) else 0.0)
-            fronts[p][m] = {"dist": _mean([np.mean(r["dist"]) for r in rows]),
-                            "hv": float(np.mean(hvs)), "diverged_runs": _diverged(rows),
-                            "points_seed0": [[x if math.isfinite(x) else -1.0 for x in q] for q in rows[0]["points"]]}
+            rs = rows(b_tasks, b_res, problem=p, method=m) if m != "NSGA-II" else rows(n_tasks, n_res, problem=p)
+            hvs = [float(hv(np.asarray(r["points"], float))) for r in rs]
+            fronts[p][m] = {"dist": _stats([np.mean(r["dist"]) for r in rs]), "hv": _stats(hvs),
+                            "dist_instances": [d for r in rs for d in r["dist"]],
+                            "points": [r["points"] for r in rs]}
             if m != "NSGA-II":
-                fronts[p][m].update(merit=_mean([np.mean(r["merit"]) for r in rows]), lr=[r["lr"] for r in rows])
+                fronts[p][m].update(merit=_stats([np.mean(r["merit"]) for r in rs]), lr=lr_b[p, m],
+                                    diverged_runs=int(sum(any(r["diverged"]) for r in rs)))
         fronts[p]["front_hv"] = float(hv(_front(p)))
-    ctx.metric("fronts", fronts)
-    # digits
-    rays = _rays(size["rays_digits"])
     digits = {}
     for m in DIGIT_METHODS:
         per_ray = []
-        for k in range(len(rays)):
-            rows = [r for t, r in zip(d_tasks, d_res) if t.method == m and t.index == k]
-            per_ray.append({"acc": np.mean([r["acc"] for r in rows], 0).tolist(),
-                            "alignment": float(np.mean([r["alignment"] for r in rows])),
-                            "merit": float(np.mean([r["merit"] for r in rows])),
-                            "train_loss": np.mean([r["train_loss"] for r in rows], 0).tolist()})
+        for k in range(size["rays_digits"]):
+            rs = rows(d_tasks, d_res, method=m, index=k)
+            per_ray.append({"acc": np.mean([r["acc"] for r in rs], 0).tolist(),
+                            "acc_std": np.std([r["acc"] for r in rs], 0).tolist(),
+                            "acc_seeds": [r["acc"] for r in rs],
+                            "alignment": _stats([r["alignment"] for r in rs]), "merit": _stats([r["merit"] for r in rs]),
+                            "train_loss": np.mean([r["train_loss"] for r in rs], 0).tolist(),
+                            "train_loss_seeds": [r["train_loss"] for r in rs]})
         digits[m] = per_ray
-    ctx.metric("digits", digits)
-    # cost
-    cost = {str(t.m): r for t, r in zip(c_tasks, c_res)}
-    ctx.metric("cost_s_per_iteration", cost)
+    cost = {str(mm): {meth: _stats([r[meth] for r in rows(c_tasks, c_res, m=mm)]) for meth in ("ParetoM3", "MGDA", "EPO")}
+            for mm in (2, 5, 10)}
+    ratio = {meth: _stats([r10[meth] / r2[meth] for r2, r10 in zip(rows(c_tasks, c_res, m=2), rows(c_tasks, c_res, m=10))])
+             for meth in ("ParetoM3", "MGDA", "EPO")}
+    return {"seeds": seeds, "convex": conv, "fronts": fronts, "digits": digits, "cost_s_per_iteration": cost,
+            "cost_ratio_m10_over_m2": ratio}
 
-    # ---- claims
+
+def claims(ctx: RunContext, size, summary) -> None:
+    conv, fronts, digits = summary["convex"], summary["fronts"], summary["digits"]
+    n_seeds = len(summary["seeds"])
     pm = conv["ParetoM3"]
-    ctx.claim("(a) convex: ParetoM3 reaches the preferred point (projection of z onto the hull), distance <= 1e-2 "
-              "(baseline column: PNG with the same f0 and budget)",
-              ours=pm["dist"], baseline=conv["PNG"]["dist"], holds=pm["dist"] <= 1e-2)
-    # Mean over finite runs; a method with diverged runs is flagged in its metrics (diverged_runs).
-    # A method with no finite run on a problem (its dist recorded as -1) counts as infinitely far there.
-    def over_problems(m):
-        d = [fronts[p][m]["dist"] for p in size["problems"]]
-        return math.inf if min(d) < 0 else float(np.mean(d))
-
-    ours_b = over_problems("ParetoM3")
-    others = {m: over_problems(m) for m in B_METHODS[1:] + ("NSGA-II",)}
+    ctx.bound(f"(a) convex: ParetoM3 reaches the preferred point (projection of z onto the hull), distance <= 1e-2 "
+              f"over {n_seeds} seeds (PNG with the same f0 and budget: {conv['PNG']['dist']['mean']:.3g})",
+              pm["dist"]["seeds"], 1e-2, better="lower")
+    # (b): paired over (problem, seed, ray) instances against the other method with the smallest mean distance
+    probs = size["problems"]
+    inst = {m: [d for p in probs for d in fronts[p][m]["dist_instances"]] for m in B_METHODS + ("NSGA-II",)}
+    others = {m: float(np.mean(v)) for m, v in inst.items() if m != "ParetoM3"}
     best = min(others, key=others.get)
-    ctx.claim(f"(b) nonconvex (ZDT1, ZDT2, Fonseca-Fleming): ParetoM3 has the smallest mean distance to the "
-              f"preferred point of all methods (best other: {best})",
-              ours=ours_b if math.isfinite(ours_b) else -1.0,  # -1: ParetoM3 had no finite run on a problem
-              baseline=others[best] if math.isfinite(others[best]) else -1.0,
-              holds=bool(math.isfinite(ours_b) and ours_b <= others[best]))
-    ctx.claim("(a) convex: ParetoM3 is approximately weakly Pareto, u_alpha(x_T) <= 1e-3 (baseline column: PNG)",
-              ours=pm["merit"], baseline=conv["PNG"]["merit"], holds=pm["merit"] <= 1e-3)
-    mer_pm = float(np.mean([r["merit"] for r in digits["ParetoM3"]]))
-    mer_mgda = float(np.mean([r["merit"] for r in digits["MGDA"]]))
-    ctx.claim("digits: ParetoM3's merit u_alpha at the end is no larger than MGDA's at equal budget (mean over rays)",
-              ours=mer_pm, baseline=mer_mgda, holds=mer_pm <= mer_mgda)
-    gaps = []
-    for k in range(len(rays)):
-        ours = np.asarray(digits["ParetoM3"][k]["acc"])
-        best_acc = np.max([digits[m][k]["acc"] for m in DIGIT_METHODS if m != "ParetoM3"], 0)
-        gaps.append(float((ours - best_acc).min()))
-    worst = min(gaps)
-    ctx.metric("digits_worst_accuracy_gap", worst)
-    ctx.claim("digits: per-task accuracy within one point of the best baseline at each ray (ours: the worst gap "
-              "over rays and tasks, in accuracy; baseline: -0.01)",
-              ours=worst, baseline=-0.01, holds=worst >= -0.01)
-    al_pm = float(np.mean([r["alignment"] for r in digits["ParetoM3"]]))
-    al_ls = float(np.mean([r["alignment"] for r in digits["LS"]]))
-    ctx.claim("digits: the loss vector is better aligned with the ray (cosine with 1/r) than with linear "
-              "scalarization", ours=al_pm, baseline=al_ls, holds=al_pm > al_ls)
-    ratio = {m: cost["10"][m] / cost["2"][m] for m in ("ParetoM3", "MGDA", "EPO")}
-    ctx.metric("cost_ratio_m10_over_m2", ratio)
-    ctx.claim("cost: ParetoM3's time per iteration is flat in m (m=10 over m=2 <= 1.5; baseline: MGDA's ratio)",
-              ours=ratio["ParetoM3"], baseline=ratio["MGDA"], holds=ratio["ParetoM3"] <= 1.5)
+    ctx.compare(f"(b) nonconvex (ZDT1, ZDT2, Fonseca-Fleming): ParetoM3 has the smallest mean distance to the "
+                f"preferred point of all methods (best other: {best}; paired over {len(inst[best])} problem x seed x "
+                f"ray instances)", inst["ParetoM3"], inst[best], better="lower")
+    ctx.bound(f"(a) convex: ParetoM3 is approximately weakly Pareto, u_alpha(x_T) <= 1e-3 over {n_seeds} seeds "
+              f"(PNG: {conv['PNG']['merit']['mean']:.3g})", pm["merit"]["seeds"], 1e-3, better="lower")
+    n_rays = size["rays_digits"]
+    ours_m = [x for k in range(n_rays) for x in digits["ParetoM3"][k]["merit"]["seeds"]]
+    mgda_m = [x for k in range(n_rays) for x in digits["MGDA"][k]["merit"]["seeds"]]
+    ctx.compare(f"digits: ParetoM3's merit u_alpha at the end is no larger than MGDA's at equal budget (paired over "
+                f"{len(ours_m)} ray x seed runs)", ours_m, mgda_m, better="lower")
+    # per ray and task, the baseline with the best mean accuracy; paired over (ray, task, seed)
+    ours_a, best_a, gaps = [], [], []
+    for k in range(n_rays):
+        for task in range(2):
+            b = max((m for m in DIGIT_METHODS if m != "ParetoM3"), key=lambda m: digits[m][k]["acc"][task])
+            ours_a += [a[task] for a in digits["ParetoM3"][k]["acc_seeds"]]
+            best_a += [a[task] for a in digits[b][k]["acc_seeds"]]
+            gaps.append(digits["ParetoM3"][k]["acc"][task] - digits[b][k]["acc"][task])
+    ctx.metric("digits_worst_accuracy_gap", float(min(gaps)))
+    ctx.compare(f"digits: per-task accuracy within one point of the best baseline at each ray (paired over "
+                f"{len(ours_a)} ray x task x seed runs; the worst mean gap: {min(gaps):.3f})", ours_a, best_a,
+                better="higher", margin=-0.01)
+    ours_al = [x for k in range(n_rays) for x in digits["ParetoM3"][k]["alignment"]["seeds"]]
+    ls_al = [x for k in range(n_rays) for x in digits["LS"][k]["alignment"]["seeds"]]
+    ctx.compare(f"digits: the loss vector is better aligned with the ray (cosine with 1/r) than with linear "
+                f"scalarization (paired over {len(ours_al)} ray x seed runs)", ours_al, ls_al, better="higher")
+    ratio = summary["cost_ratio_m10_over_m2"]
+    ctx.bound(f"cost: ParetoM3's time per iteration is flat in m (m=10 over m=2 <= 1.5 over {n_seeds} seeds; "
+              f"MGDA's ratio: {ratio['MGDA']['mean']:.2f})", ratio["ParetoM3"]["seeds"], 1.5, better="lower")
 
-    # ---- tables
-    ctx.table("(a) convex quadratics (d=5, m=3), mean over seeds", ["method", "distance to preferred", "u_alpha", "lr"],
-              [(m, v["dist"], v["merit"], str(v["lr"])) for m, v in conv.items()])
+
+def _pm(s: dict) -> str:
+    return f"{s['mean']:.4g} ± {s['std']:.2g}"
+
+
+def tables(ctx: RunContext, size, summary) -> None:
+    conv, fronts, digits, cost = (summary[k] for k in ("convex", "fronts", "digits", "cost_s_per_iteration"))
+    n = len(summary["seeds"])
+    ctx.table(f"(a) convex quadratics (d=5, m=3), mean ± std over {n} seeds",
+              ["method", "distance to preferred", "u_alpha", "lr", "diverged runs"],
+              [(m, _pm(v["dist"]), _pm(v["merit"]), v["lr"], v["diverged_runs"]) for m, v in conv.items()])
     for p in size["problems"]:
-        ctx.table(f"(b) {p}: mean over {size['rays_b']} rays and seeds (front HV {fronts[p]['front_hv']:.4f})",
-                  ["method", "distance to preferred", "u_alpha", "hypervolume"],
-                  [(m, v["dist"], v.get("merit", "-"), v["hv"])
-                   for m, v in fronts[p].items() if m != "front_hv"])
-    ctx.table("digits (two-digit overlay): test accuracy (left, right), alignment, u_alpha, per ray",
-              ["method", "ray", "acc left", "acc right", "alignment", "u_alpha"],
-              [(m, f"({rays[k][0]:.2f}, {rays[k][1]:.2f})", v["acc"][0], v["acc"][1], v["alignment"], v["merit"])
+        ctx.table(f"(b) {p}: mean ± std over {n} seeds of the mean over {size['rays_b']} rays "
+                  f"(front HV {fronts[p]['front_hv']:.4f})",
+                  ["method", "distance to preferred", "u_alpha", "hypervolume", "lr", "diverged runs"],
+                  [(m, _pm(v["dist"]), _pm(v["merit"]) if "merit" in v else "-", _pm(v["hv"]), v.get("lr", "-"),
+                    v.get("diverged_runs", "-")) for m, v in fronts[p].items() if m != "front_hv"])
+    rays = _rays(size["rays_digits"])
+    ctx.table(f"digits (two-digit overlay): test accuracy (left, right), alignment, u_alpha per ray; mean ± std over "
+              f"{n} seeds", ["method", "ray", "acc left", "acc right", "alignment", "u_alpha"],
+              [(m, f"({rays[k][0]:.2f}, {rays[k][1]:.2f})", f"{v['acc'][0]:.3f} ± {v['acc_std'][0]:.2g}",
+                f"{v['acc'][1]:.3f} ± {v['acc_std'][1]:.2g}", _pm(v["alignment"]), _pm(v["merit"]))
                for m, rows in digits.items() for k, v in enumerate(rows)])
-    ctx.table("seconds per iteration", ["m", "ParetoM3", "MGDA", "EPO"],
-              [(m, v["ParetoM3"], v["MGDA"], v["EPO"]) for m, v in cost.items()])
+    ctx.table(f"seconds per iteration, mean ± std over {n} seeds", ["m", "ParetoM3", "MGDA", "EPO"],
+              [(m, _pm(v["ParetoM3"]), _pm(v["MGDA"]), _pm(v["EPO"])) for m, v in cost.items()])
     ctx.text("Budget in backward passes: ParetoM3 2 per iteration, LS 1, MGDA/EPO/PMTL m, PNG m+1. "
              "ParetoM3 runs a geometric gamma schedule (config) with lr_t = lr / max(1, gamma_t alpha). "
+             "Each method's step size (per problem on (b)) is chosen once from the grid on a separate tuning "
+             "instance ((a)) or start ((b), middle ray) and used on every seed. A diverged run (non-finite losses) "
+             "counts as not having moved from its start. "
              "(b) uses a reparametrization of ZDT's box (x1 = sigmoid, x_j = theta_j^2) for every gradient method; "
-             "NSGA-II runs on the original box problem.")
-    _figures(ctx, size, fronts, digits, rays)
+             "NSGA-II runs on the original box problem. Claims are decided over seeds (or paired over seeds x rays "
+             "x problems) with 95 % Student-t intervals.")
 
 
-def _figures(ctx, size, fronts, digits, rays):
+def _figures(ctx, size, summary):
+    fronts, digits = summary["fronts"], summary["digits"]
+    rays = _rays(size["rays_digits"])
     plt = pyplot()
     probs = size["problems"]
     fig, axes = plt.subplots(1, len(probs), figsize=(5 * len(probs), 4))
@@ -546,9 +579,9 @@ def _figures(ctx, size, fronts, digits, rays):
         for r in _rays(size["rays_b"]):
             q = _preferred(fr, r)
             ax.plot([0, q[0] * 1.2], [0, q[1] * 1.2], color="0.8", lw=0.5)
-        for m in B_METHODS + ("NSGA-II",):
-            P = np.asarray(fronts[p][m]["points_seed0"], float)
-            ax.scatter(P[:, 0], P[:, 1], marker=marks[m], s=22, label=m, alpha=0.8)
+        for j, m in enumerate(B_METHODS + ("NSGA-II",)):
+            P = np.asarray([q for seed_points in fronts[p][m]["points"] for q in seed_points], float)
+            ax.scatter(P[:, 0], P[:, 1], marker=marks[m], s=18, label=m, alpha=0.6, color=f"C{j}")
         ax.set_xlim(-0.05, 1.2)
         ax.set_ylim(-0.05, 1.3)
         ax.set_title(p)
@@ -556,13 +589,16 @@ def _figures(ctx, size, fronts, digits, rays):
         ax.set_ylabel("F2")
     np.atleast_1d(axes)[0].legend(fontsize=7)
     fig.tight_layout()
-    ctx.figure(fig, "fronts", "Points reached per ray (first seed); grey lines: the rays; black: the front.")
+    ctx.figure(fig, "fronts", f"Points reached per ray, every seed ({len(summary['seeds'])}); grey lines: the rays; "
+                              "black: the front.")
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(5, 4))
-    for m in DIGIT_METHODS:
+    for j, m in enumerate(DIGIT_METHODS):
+        S = np.asarray([q for r in digits[m] for q in r["train_loss_seeds"]])
+        ax.scatter(S[:, 0], S[:, 1], s=10, alpha=0.35, color=f"C{j}")
         P = np.asarray([r["train_loss"] for r in digits[m]])
-        ax.scatter(P[:, 0], P[:, 1], label=m)
+        ax.scatter(P[:, 0], P[:, 1], s=40, label=m, color=f"C{j}", edgecolor="k", lw=0.5)
     lim = ax.get_xlim()[1]
     for r in rays:
         d = 1 / r
@@ -570,5 +606,6 @@ def _figures(ctx, size, fronts, digits, rays):
     ax.set_xlabel("train loss, left digit")
     ax.set_ylabel("train loss, right digit")
     ax.legend(fontsize=7)
-    ctx.figure(fig, "digits_losses", "Digits: final training losses per ray and method (mean over seeds).")
+    ctx.figure(fig, "digits_losses", "Digits: final training losses per ray and method (large: mean over seeds; "
+                                     "small: each seed).")
     plt.close(fig)
