@@ -108,8 +108,8 @@ ROWS = [
         "At matched throughput", "exact match at matched throughput, Polestar", "Fast-dLLM threshold + dual cache",
         dec(1)),
     Row("paretom3", "ParetoM³: preference-guided multi-objective", "works", "`optim.paretom3.ParetoM3`",
-        "(a) convex: ParetoM3 reaches the preferred point", "distance to the preferred point, ParetoM³",
-        "best baseline", sig),
+        "(b) nonconvex (ZDT1, ZDT2, Fonseca-Fleming)", "distance to the preferred point (nonconvex), ParetoM³",
+        "EPO", sig),
     Row("auc-corrective-power", "Corrective power of pairwise AUC training", "works",
         "`ranking.PairwiseAUCLoss`", "squared hinge has the highest mean test AUC",
         "test AUC, squared hinge", "logistic", dec(3)),
@@ -139,7 +139,9 @@ def headline(row: Row, results: dict) -> str:
     if c["ours"] is None or c["baseline"] is None:
         raise SystemExit(f"{row.slug}: the headline claim has no numbers (it was not tested)")
     from neurips26.reproduce._harness import verdict
-    return f"{row.ours} {row.fmt(c['ours'])} vs {row.baseline} {row.fmt(c['baseline'])} ({verdict(c)})"
+    # a claim decided against a fixed threshold has the threshold in its baseline column, not a baseline's figure
+    other = "the paper's bound" if c.get("method") == "one-sample t" else row.baseline
+    return f"{row.ours} {row.fmt(c['ours'])} vs {other} {row.fmt(c['baseline'])} ({verdict(c)})"
 
 
 def table() -> str:

@@ -11,7 +11,7 @@ from neurips26 import reproduce  # noqa: E402
 from neurips26.reproduce import gpucb_stopping as exp_mod  # noqa: E402
 from neurips26.reproduce import run_experiment  # noqa: E402
 
-TINY = dict(gp_runs=6, gp_iters=15, synth=("branin",), synth_seeds=(0, 1), synth_iters=4, hpo_seeds=(0, 1),
+TINY = dict(gp_runs=6, gp_iters=60, synth=("branin",), synth_seeds=(0, 1), synth_iters=4, hpo_seeds=(0, 1),
             hpo_iters=4)
 
 
@@ -39,7 +39,7 @@ def test_gpucb_experiment_contract(monkeypatch, tmp_path):
         assert claim["ours"] == pytest.approx(s[p]["eps-delta tight"]["stop_iteration"])
         # runs where both rules ran into the budget are left out; with fewer than 2 left: not tested, never holding
         capped = [t == b == budget for t, b, budget in
-                  zip(claim["ours_seeds"], claim["baseline_seeds"], [15 if p == "gp-prior" else 4] * runs)]
+                  zip(claim["ours_seeds"], claim["baseline_seeds"], [60 if p == "gp-prior" else 4] * runs)]
         assert claim["n_capped"] <= sum(capped)
         if claim["n"] < 2:
             assert claim["verdict"] == "not tested" and claim["holds"] is None
@@ -53,6 +53,17 @@ def test_gpucb_experiment_contract(monkeypatch, tmp_path):
             assert claim["verdict"] == ("holds" if claim["ci"][0] > 0 else "does not hold" if claim["ci"][1] < 0
                                         else "inconclusive")
     assert [c["verdict"] for c in stops if c["claim"].startswith(("branin", "hpo-svm"))] == ["not tested"] * 2
+    # every claim is decided with its uncertainty; coverage from the Clopper-Pearson interval of the fraction
+    assert all("verdict" in c for c in out["claims"])
+    coverage = [c for c in out["claims"] if "eps-optimal" in c["claim"]]
+    assert coverage, "the tiny run should stop at least once on the GP prior"
+    for c in coverage:
+        p = c["claim"].split(":")[0]
+        v = s[p]["eps-delta tight"]
+        assert c["method"] == "Clopper-Pearson" and c["n"] == v["runs"]
+        assert c["ci"] == [pytest.approx(v["ci_low"] - 0.9), pytest.approx(v["ci_high"] - 0.9)]
+        assert c["verdict"] == ("holds" if v["ci_low"] > 0.9 else "does not hold" if v["ci_high"] < 0.9
+                                else "inconclusive")
     assert (tmp_path / "gpucb-stopping" / "stopping.png").exists()
 
 
