@@ -203,9 +203,15 @@ def claims_block(slug: str) -> str:
         row = f"| {_cell(c['claim'])} | {_number(c['ours'])} | {_number(c['baseline'])} | {verdict(c)} |"
         if ci:
             row += (f" {_number(c['diff'])} [{_number(c['ci'][0])}, {_number(c['ci'][1])}], "
-                    f"{100 * c['level']:g} %, n = {c['n']}{_method(c)} |" if c.get("ci") else " single run |")
+                    f"{100 * c['level']:g} %, n = {c['n']}{_method(c)} |" if c.get("ci") else _no_interval(c))
         lines.append(row)
     return "\n".join(lines)
+
+
+def _no_interval(claim: dict) -> str:
+    if claim.get("n_capped"):  # a paired claim whose pairs all (but one) hit a cap on both sides
+        return f" none: {claim['n_capped']} of {claim['n'] + claim['n_capped']} pairs capped on both sides |"
+    return " single run |"
 
 
 def _method(claim: dict) -> str:
