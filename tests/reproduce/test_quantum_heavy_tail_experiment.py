@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pytest
 
 from neurips26 import reproduce
 from neurips26.reproduce import quantum_heavy_tail as exp_mod
@@ -22,9 +23,22 @@ def test_quantum_heavy_tail_contract_and_determinism(monkeypatch, tmp_path):
     m = a["metrics"]
     q = m["mean/p2.0/d1/quantum"]
     assert q["predicted"] == -1.0 and q["ci"][0] <= q["slope"] <= q["ci"][1]
-    # the claim's verdict is the stated rule applied to the recorded numbers
+    # the claim is decided from the slope's bootstrap interval: within the band +- tol around the prediction
     c = a["claims"][0]
-    assert c["ours"] == q["slope"] and c["holds"] == (abs(q["slope"] + 1.0) <= exp_mod.TOL_MEAN)
+    assert c["ours"] == q["slope"] and c["baseline"] == -1.0 and c["n"] == 3
+    lo, hi = min(q["ci"][0], q["slope"]), max(q["ci"][1], q["slope"])
+    tol = exp_mod.TOL_MEAN
+    assert c["ci"][0] == pytest.approx(tol - max(abs(lo + 1.0), abs(hi + 1.0)))
+    assert c["verdict"] == ("holds" if -1 - tol < lo and hi < -1 + tol else
+                            "does not hold" if hi < -1 - tol or lo > -1 + tol else "inconclusive")
+    for cl in a["claims"]:  # every claim decided with its interval, unless not run or capped (then said so)
+        if "verdict" in cl:
+            assert cl["ci"][0] <= cl["diff"] <= cl["ci"][1] and cl["method"].startswith("seed bootstrap")
+            assert cl["verdict"] == ("holds" if cl["ci"][0] > 0 else "does not hold" if cl["ci"][1] < 0
+                                     else "inconclusive")
+        else:
+            assert cl["holds"] is None and "not tested" in cl["claim"]
+    assert sum("verdict" in cl for cl in a["claims"]) >= 3 + 4
     assert m["statevector_spot_check_tv"] < 1e-10
     assert m["qiskit_cross_check_tv"] < 1e-10
     assert m["multivariate_pe_fft_check_tv"] < 1e-10
@@ -45,6 +59,18 @@ def test_fit_slope_recovers_a_power_law():
     samples = [np.exp(rng.normal(0, 0.01, 30)) * xi**-0.75 for xi in x]
     s, lo, hi = exp_mod.fit_slope(x, samples, exp_mod.q90, 200, rng)
     assert abs(s + 0.75) < 0.01 and lo <= s <= hi and hi - lo < 0.02
+
+
+def test_within_turns_an_equivalence_band_into_a_one_sided_figure():
+    # inside the band: positive low end -> holds
+    d, ci = exp_mod.within(-0.98, [-1.02, -0.95], -1.0, 0.1)
+    assert d == pytest.approx(0.08) and ci == [pytest.approx(0.05), pytest.approx(0.1)]
+    # wholly outside on one side: negative high end -> does not hold
+    d, ci = exp_mod.within(-0.7, [-0.75, -0.65], -1.0, 0.1)
+    assert ci[1] == pytest.approx(-0.15) and ci[0] <= d <= ci[1]
+    # straddling the band's edge: inconclusive
+    d, ci = exp_mod.within(-0.9, [-0.95, -0.8], -1.0, 0.1)
+    assert ci[0] < 0 < ci[1]
 
 
 def test_crossover_interpolates_the_first_upward_crossing():

@@ -2,8 +2,10 @@
 counts* (no quantum hardware; every use of the oracle or its inverse is one query).
 
 Claims are scaling exponents fitted by least squares on log–log data (90% error quantile over
-seeds for the mean estimators, median queries for the optimizers), each with a seed-bootstrap
-CI and the exponent the paper's bounds predict.
+seeds for the mean estimators, median queries for the optimizers), each decided from its 95 %
+seed-bootstrap interval (``RunContext.decide``): "the slope is the predicted one ± tol" holds when
+the whole interval lies within the band, does not hold when it lies wholly outside it, and is
+inconclusive otherwise; "steeper than" compares the bootstrap draws of the two slopes.
 """
 
 from __future__ import annotations
@@ -186,9 +188,13 @@ def run_opt(t: OptTask) -> dict:
     return out
 
 
-def fit_slope(x, samples, stat, boot: int, rng) -> tuple[float, float, float]:
-    """Least-squares slope of log stat(samples[i]) on log x[i]; 90% CI by resampling the seeds of
-    every size with replacement (``boot`` times)."""
+LEVEL = 0.95  # the seed-bootstrap intervals' level
+BOOT_METHOD = "seed bootstrap of the fitted log-log slope (95 % percentile)"
+
+
+def fit_slope_draws(x, samples, stat, boot: int, rng) -> tuple[float, np.ndarray]:
+    """Least-squares slope of log stat(samples[i]) on log x[i], and its ``boot`` bootstrap draws (the
+    seeds of every size resampled with replacement)."""
     lx = np.log(np.asarray(x, float))
     y = np.log([stat(np.asarray(s)) for s in samples])
     slope = float(np.polyfit(lx, y, 1)[0])
@@ -196,8 +202,47 @@ def fit_slope(x, samples, stat, boot: int, rng) -> tuple[float, float, float]:
     for _ in range(boot):
         yb = np.log([stat(np.asarray(s)[rng.integers(0, len(s), len(s))]) for s in samples])
         bs.append(np.polyfit(lx, yb, 1)[0])
-    lo, hi = np.quantile(bs, [0.05, 0.95])
-    return slope, float(lo), float(hi)
+    return slope, np.asarray(bs, float)
+
+
+def percentile_ci(draws, level: float = LEVEL) -> tuple[float, float]:
+    lo, hi = np.quantile(np.asarray(draws, float), [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def fit_slope(x, samples, stat, boot: int, rng) -> tuple[float, float, float]:
+    """Least-squares slope of log stat(samples[i]) on log x[i]; its 95% CI by resampling the seeds of
+    every size with replacement (``boot`` times)."""
+    slope, bs = fit_slope_draws(x, samples, stat, boot, rng)
+    return (slope, *percentile_ci(bs))
+
+
+def within(estimate: float, ci, target: float, tol: float) -> tuple[float, list[float]]:
+    """An equivalence claim |estimate − target| <= tol as a one-sided figure: ``tol − |x − target|``
+    (positive inside the band), with the interval it takes over x ∈ ci (widened to contain the
+    estimate): its low end is positive when the whole ci lies within the band, its high end negative
+    when the whole ci lies outside it on one side."""
+    lo, hi = min(ci[0], estimate), max(ci[1], estimate)
+    far = max(abs(lo - target), abs(hi - target))
+    near = 0.0 if lo <= target <= hi else min(abs(lo - target), abs(hi - target))
+    return tol - abs(estimate - target), [tol - far, tol - near]
+
+
+def decide_within(ctx, claim: str, slope: float, ci, predicted: float, tol: float, n: int) -> str:
+    diff, interval = within(slope, ci, predicted, tol)
+    return ctx.decide(claim, ours=slope, baseline=predicted, diff=diff, ci=interval, n=n, better="higher",
+                      method=f"{BOOT_METHOD}; figure: {tol} - |slope - predicted|")
+
+
+def decide_steeper(ctx, claim: str, ours: float, ours_draws, base: float, base_draws, n: int,
+                   steeper: str = "lower") -> str:
+    """ours' slope below (``steeper="lower"``) the baseline's: the interval of the difference from the two
+    fits' independent bootstrap draws."""
+    sign = 1.0 if steeper == "lower" else -1.0
+    d = sign * (base - ours)
+    lo, hi = percentile_ci(sign * (np.asarray(base_draws) - np.asarray(ours_draws)))
+    return ctx.decide(claim, ours=ours, baseline=base, diff=d, ci=[min(lo, d), max(hi, d)], n=n, better="lower",
+                      method=f"{BOOT_METHOD}, difference of two independent fits' draws")
 
 
 def q90(e):
@@ -235,44 +280,49 @@ def run(ctx: RunContext) -> None:
 
 
 def _record(ctx, S, mean, opt, kinds, rng) -> None:
-    slopes = {}
+    slopes, draws_of = {}, {}
     rows = []
     for p in S["ps"]:
         for d in S["ds"]:
             for kind, ns in kinds.items():
                 cells = [mean[(p, d, kind, n)] for n in ns]
                 qmean = [float(np.mean(c["queries"])) for c in cells]
-                s, lo, hi = fit_slope(qmean, [c["errors"] for c in cells], q90, S["boot"], rng)
+                s, draws = fit_slope_draws(qmean, [c["errors"] for c in cells], q90, S["boot"], rng)
+                lo, hi = percentile_ci(draws)
                 pred = -2 * (p - 1) / p if kind == "quantum" else -(p - 1) / p
                 slopes[(p, d, kind)] = dict(slope=s, ci=[lo, hi], predicted=pred, queries=qmean,
                                             q90=[q90(c["errors"]) for c in cells])
                 ctx.metric(f"mean/p{p}/d{d}/{kind}", slopes[(p, d, kind)])
+                draws_of[(p, d, kind)] = draws
                 rows.append((p, d, kind, s, f"[{lo:.3f}, {hi:.3f}]", pred, abs(s - pred) <= TOL_MEAN))
     for p in S["ps"]:
         for d in S["ds"]:
             q, c = slopes[(p, d, "quantum")], slopes[(p, d, "median_of_means")]
-            ctx.claim(f"Mean estimation, p = {p}, d = {d}: the quantum heavy-tailed estimator's error slope in the "
-                      f"query count is {q['predicted']:.3f} ± {TOL_MEAN} (90% error quantile; fitted CI "
-                      f"[{q['ci'][0]:.3f}, {q['ci'][1]:.3f}]; baseline column: the predicted slope)",
-                      ours=q["slope"], baseline=q["predicted"], holds=abs(q["slope"] - q["predicted"]) <= TOL_MEAN)
-            ctx.claim(f"Mean estimation, p = {p}, d = {d}: classical median-of-means error slope is "
-                      f"{c['predicted']:.3f} ± {TOL_MEAN} (CI [{c['ci'][0]:.3f}, {c['ci'][1]:.3f}]; baseline: predicted)",
-                      ours=c["slope"], baseline=c["predicted"], holds=abs(c["slope"] - c["predicted"]) <= TOL_MEAN)
-            ctx.claim(f"Mean estimation, p = {p}, d = {d}: the quantum slope is steeper than median-of-means' "
-                      "(upper end of the quantum CI below the lower end of the classical CI)",
-                      ours=q["slope"], baseline=c["slope"], holds=q["ci"][1] < c["ci"][0])
+            n = S["seeds"]
+            decide_within(ctx, f"Mean estimation, p = {p}, d = {d}: the quantum heavy-tailed estimator's error slope "
+                          f"in the query count is {q['predicted']:.3f} ± {TOL_MEAN} (90% error quantile over {n} seeds; "
+                          f"95% bootstrap CI [{q['ci'][0]:.3f}, {q['ci'][1]:.3f}] within the band; baseline column: the "
+                          "predicted slope)", q["slope"], q["ci"], q["predicted"], TOL_MEAN, n)
+            decide_within(ctx, f"Mean estimation, p = {p}, d = {d}: classical median-of-means error slope is "
+                          f"{c['predicted']:.3f} ± {TOL_MEAN} (CI [{c['ci'][0]:.3f}, {c['ci'][1]:.3f}] within the band; "
+                          "baseline: predicted)", c["slope"], c["ci"], c["predicted"], TOL_MEAN, n)
+            decide_steeper(ctx, f"Mean estimation, p = {p}, d = {d}: the quantum slope is steeper than median-of-means' "
+                           "(95% bootstrap interval of the slope difference below 0)", q["slope"],
+                           draws_of[(p, d, "quantum")], c["slope"], draws_of[(p, d, "median_of_means")], n)
     ctx.table("Mean estimation: fitted slope of the 90% error quantile in the query count",
-              ["p", "d", "estimator", "slope", "90% CI", "predicted", f"within {TOL_MEAN}"], rows)
+              ["p", "d", "estimator", "slope", "95% CI", "predicted", f"within {TOL_MEAN}"], rows)
 
     # --- optimizers ----------------------------------------------------------------------
     orows = []
     d0 = S["opt_d"]
-    ofits = {}
+    ofits, odraws = {}, {}
     for p in S["ps"]:
         for method in OPT_METHODS:
             cells = [opt[(p, d0, method, e)] for e in S["eps"]]
             reached = all(all(c["reached"]) for c in cells)
-            s, lo, hi = fit_slope([1 / e for e in S["eps"]], [c["queries"] for c in cells], np.median, S["boot"], rng)
+            s, draws = fit_slope_draws([1 / e for e in S["eps"]], [c["queries"] for c in cells], np.median, S["boot"], rng)
+            lo, hi = percentile_ci(draws)
+            odraws[(p, method)] = draws
             st, _, _ = fit_slope([1 / e for e in S["eps"]], [c["steps"] for c in cells], np.median, 1, rng)
             pred = (5 * p - 4) / (2 * p - 2) if method.startswith("qnsgd") else (3 * p - 2) / (p - 1)
             ofits[(p, method)] = dict(slope=s, ci=[lo, hi], predicted=pred, steps_slope=st, reached=reached,
@@ -280,48 +330,63 @@ def _record(ctx, S, mean, opt, kinds, rng) -> None:
             ctx.metric(f"opt/p{p}/d{d0}/{method}", ofits[(p, method)])
             orows.append((p, method, s, f"[{lo:.2f}, {hi:.2f}]", pred, st, reached))
         q, c = ofits[(p, "qnsgd")], ofits[(p, "nsgd")]
-        for name, f in (("QNSGD", q), ("minibatch NSGD", c)):
-            ctx.claim(f"Nonconvex, p = {p}, d = {d0}: {name}'s queries to ‖∇f‖ ≤ ε grow as ε^-{f['predicted']:.2f} "
-                      f"(fitted on ε = {S['eps']}, ± {TOL_OPT}; CI [{f['ci'][0]:.2f}, {f['ci'][1]:.2f}]; baseline: predicted)",
-                      ours=f["slope"], baseline=f["predicted"],
-                      holds=(abs(f["slope"] - f["predicted"]) <= TOL_OPT) if f["reached"] else None)
+        n = S["opt_seeds"]
+        for name, key, f in (("QNSGD", "qnsgd", q), ("minibatch NSGD", "nsgd", c)):
+            text = (f"Nonconvex, p = {p}, d = {d0}: {name}'s queries to ‖∇f‖ ≤ ε grow as ε^-{f['predicted']:.2f} "
+                    f"(fitted on ε = {S['eps']}, ± {TOL_OPT}; 95% bootstrap CI [{f['ci'][0]:.2f}, {f['ci'][1]:.2f}] "
+                    "within the band; baseline: predicted)")
+            if f["reached"]:
+                decide_within(ctx, text, f["slope"], f["ci"], f["predicted"], TOL_OPT, n)
+            else:  # a seed stopped at the step cap: its query count is a cap, not a measurement
+                ctx.claim(text + " — not tested: a seed hit the step cap before ‖∇f‖ ≤ ε", ours=f["slope"],
+                          baseline=f["predicted"], holds=None)
         best = min(("nsgd", "sgd", "clipped_sgd"), key=lambda m_: ofits[(p, m_)]["slope"])
         allr = all(ofits[(p, m_)]["reached"] for m_ in OPT_METHODS)
-        ctx.claim(f"Nonconvex, p = {p}, d = {d0}: QNSGD's query exponent in 1/ε is below every classical baseline's "
-                  f"(minibatch NSGD, plain SGD, clipped SGD; the best here: {best}, upper end of QNSGD's CI below the "
-                  "lower end of the baseline's)", ours=q["slope"], baseline=ofits[(p, best)]["slope"],
-                  holds=(q["ci"][1] < ofits[(p, best)]["ci"][0]) if allr else None)
+        text = (f"Nonconvex, p = {p}, d = {d0}: QNSGD's query exponent in 1/ε is below every classical baseline's "
+                f"(minibatch NSGD, plain SGD, clipped SGD; the best here: {best}; 95% bootstrap interval of the "
+                "exponent difference)")
+        if allr:
+            decide_steeper(ctx, text, q["slope"], odraws[(p, "qnsgd")], ofits[(p, best)]["slope"], odraws[(p, best)], n)
+        else:
+            ctx.claim(text + " — not tested: a seed hit the step cap before ‖∇f‖ ≤ ε", ours=q["slope"],
+                      baseline=ofits[(p, best)]["slope"], holds=None)
         gap_pred = -p / (2 * p - 2)
-        ctx.claim(f"Nonconvex, p = {p}: the exponent gap QNSGD − classical is {gap_pred:.2f} ± {TOL_OPT} "
-                  "(the per-step estimator's share of the exponent; ours: QNSGD slope, baseline: NSGD slope)",
-                  ours=q["slope"], baseline=c["slope"],
-                  holds=abs((q["slope"] - c["slope"]) - gap_pred) <= TOL_OPT if q["reached"] and c["reached"] else None)
-        dq = [opt[(p, d, "qnsgd", S["d_sweep_eps"])] for d in S["d_sweep"]]
-        sd, lo, hi = fit_slope(S["d_sweep"], [c_["queries"] for c_ in dq], np.median, S["boot"], rng)
+        text = (f"Nonconvex, p = {p}: the exponent gap QNSGD − classical is {gap_pred:.2f} ± {TOL_OPT} "
+                "(the per-step estimator's share of the exponent; ours: QNSGD slope, baseline: NSGD slope; 95% "
+                "bootstrap interval of the gap within the band)")
+        if q["reached"] and c["reached"]:
+            gap = q["slope"] - c["slope"]
+            diff, interval = within(gap, percentile_ci(odraws[(p, "qnsgd")] - odraws[(p, "nsgd")]), gap_pred, TOL_OPT)
+            ctx.decide(text, ours=q["slope"], baseline=c["slope"], diff=diff, ci=interval, n=n, better="higher",
+                       method=f"{BOOT_METHOD}, difference of two independent fits' draws; figure: {TOL_OPT} - "
+                              "|gap - predicted gap|")
+        else:
+            ctx.claim(text + " — not tested: a seed hit the step cap before ‖∇f‖ ≤ ε", ours=q["slope"],
+                      baseline=c["slope"], holds=None)
         dpred = p / (4 * (p - 1))
-        ctx.metric(f"opt/p{p}/d_exponent", dict(slope=sd, ci=[lo, hi], predicted=dpred, ds=S["d_sweep"],
-                                                 median_queries=[float(np.median(c_["queries"])) for c_ in dq]))
-        ctx.claim(f"Nonconvex, p = {p}: QNSGD's queries grow as d^{dpred:.2f} at ε = {S['d_sweep_eps']} (± {TOL_OPT}; "
-                  f"CI [{lo:.2f}, {hi:.2f}]; QNSGD on the coordinate-wise HeavyTailedMean)",
-                  ours=sd, baseline=dpred, holds=abs(sd - dpred) <= TOL_OPT)
-        dm = [opt[(p, d, "qnsgd_mv", S["d_sweep_eps"])] for d in S["d_sweep"]]
-        sm, lo, hi = fit_slope(S["d_sweep"], [c_["queries"] for c_ in dm], np.median, S["boot"], rng)
-        ctx.metric(f"opt/p{p}/d_exponent_multivariate", dict(
-            slope=sm, ci=[lo, hi], predicted=dpred, ds=S["d_sweep"], median_queries=[float(np.median(c_["queries"])) for c_ in dm]))
-        ctx.claim(f"Nonconvex, p = {p}: QNSGD's queries grow as d^{dpred:.2f} at ε = {S['d_sweep_eps']} (± {TOL_OPT}; "
-                  f"CI [{lo:.2f}, {hi:.2f}]; QNSGD on the multivariate phase-estimation estimator)",
-                  ours=sm, baseline=dpred, holds=abs(sm - dpred) <= TOL_OPT)
+        for method, key, how in (("qnsgd", "d_exponent", "QNSGD on the coordinate-wise HeavyTailedMean"),
+                                 ("qnsgd_mv", "d_exponent_multivariate",
+                                  "QNSGD on the multivariate phase-estimation estimator")):
+            dq = [opt[(p, d, method, S["d_sweep_eps"])] for d in S["d_sweep"]]
+            sd, lo, hi = fit_slope(S["d_sweep"], [c_["queries"] for c_ in dq], np.median, S["boot"], rng)
+            ctx.metric(f"opt/p{p}/{key}", dict(slope=sd, ci=[lo, hi], predicted=dpred, ds=S["d_sweep"],
+                                               median_queries=[float(np.median(c_["queries"])) for c_ in dq]))
+            decide_within(ctx, f"Nonconvex, p = {p}: QNSGD's queries grow as d^{dpred:.2f} at ε = {S['d_sweep_eps']} "
+                          f"(± {TOL_OPT}; 95% bootstrap CI [{lo:.2f}, {hi:.2f}] within the band; {how})",
+                          sd, [lo, hi], dpred, TOL_OPT, n)
     ctx.claim("Convex: QPSGD's queries to ε-optimality grow as ε^-(3p-2)/(2p-2) vs classical ε^-p/(p-1) — not tested "
               "in this run (QPSGD and the unbiased MLMC estimator are implemented and unit-tested; the convex sweep is not)",
               ours=float("nan"), baseline=float("nan"), holds=None)
     ctx.table(f"Nonconvex (d = {d0}): fitted exponent of the median queries to ‖∇f‖ ≤ ε in 1/ε",
-              ["p", "method", "exponent", "90% CI", "predicted", "steps exponent", "all seeds reached ε"], orows)
+              ["p", "method", "exponent", "95% CI", "predicted", "steps exponent", "all seeds reached ε"], orows)
     ctx.text("All numbers are **simulated query counts** (analytic backend: each amplitude-estimation call is "
              "drawn from its exact outcome law; every use of the sampling oracle or its inverse counts as one query, "
              "a classical sample as one). Laws: Student-t with df = p + 0.1, quantile-discretized on K atoms, "
              f"shifted to mean {SHIFT}; the moment bound given to the estimators is the exact p-th central moment "
              "of the discretized law. Mean-estimation slopes use the 90% quantile of the ℓ2 error over seeds; "
-             "optimizer exponents the median queries; CIs are 90% seed-bootstrap intervals. QNSGD takes "
+             "optimizer exponents the median queries; CIs are 95% seed-bootstrap intervals, and each claim is "
+             "decided from them (holds: the whole interval within the stated band or beyond the other side; "
+             "does not hold: wholly outside; inconclusive otherwise). QNSGD takes "
              "η = ε/4 and gradient accuracy ε/4 (quantum estimator planned for that accuracy w.p. 1 − δ); the "
              "classical minibatch NSGD takes the minibatch that the von Bahr–Esseen bound needs for the same "
              f"accuracy and δ; plain SGD and clipped SGD (torch.optim.SGD, clip_grad_norm_ at λ = {CLIP}) take the "
@@ -368,30 +433,50 @@ def _record_cross(ctx, S, cross, rng) -> None:
     nstars = [point[n][2] for n in ns]
     ok = all(x is not None for x in dstars)
     ratio_n = [x / m for x, m in zip(dstars, nstars)] if ok else []
-    ctx.claim("High-dimensional regime: the multivariate quantum estimator beats the best classical estimator "
-              "(sample mean, geometric median-of-means, given the quantum run's actual query count) only for d below "
-              "a crossover d* within a factor 4 of the query count n* (ours: the largest d*/n* over the planned "
-              f"budgets {ns}; baseline: the smallest)",
-              ours=max(ratio_n) if ok else float("nan"), baseline=min(ratio_n) if ok else float("nan"),
-              holds=all(0.25 <= r <= 4 for r in ratio_n) if ok else None)
-    # the exponent of d* in n*, with a seed bootstrap
-    if ok and len(ns) >= 2:
-        slope = float(np.polyfit(np.log(nstars), np.log(dstars), 1)[0])
-        bs = []
+    # one seed bootstrap for both claims: per resample the largest |log(d*/n*)| and the exponent of d* in n*;
+    # a resample that loses a crossover off the grid counts against the factor-4 claim (infinitely far)
+    far, bs = [], []
+    if ok:
         for _ in range(S["boot"]):
             st = _cross_stats(S, cross, lambda e: np.asarray(e)[rng.integers(0, len(e), len(e))])
             if all(st[n][1] is not None for n in ns):
-                bs.append(np.polyfit(np.log([st[n][2] for n in ns]), np.log([st[n][1] for n in ns]), 1)[0])
-        lo, hi = (float(np.quantile(bs, 0.05)), float(np.quantile(bs, 0.95))) if bs else (float("nan"),) * 2
+                far.append(max(abs(math.log(st[n][1] / st[n][2])) for n in ns))
+                if len(ns) >= 2:
+                    bs.append(np.polyfit(np.log([st[n][2] for n in ns]), np.log([st[n][1] for n in ns]), 1)[0])
+            else:
+                far.append(math.inf)
+    text = ("High-dimensional regime: the multivariate quantum estimator beats the best classical estimator "
+            "(sample mean, geometric median-of-means, given the quantum run's actual query count) only for d below "
+            "a crossover d* within a factor 4 of the query count n* (ours: the largest d*/n* over the planned "
+            f"budgets {ns}; baseline: the smallest; figure: log 4 - max |log(d*/n*)|, its interval from "
+            f"{S['boot']} seed-bootstrap resamples)")
+    if ok:
+        d = math.log(4) - max(abs(math.log(r)) for r in ratio_n)
+        # a resample that lost a crossover stands at -1e6 (no finite figure): when more than 2.5 % did, the
+        # interval's low end is that stand-in and the claim cannot hold
+        lo, hi = percentile_ci(math.log(4) - np.minimum(np.asarray(far), 1e6))
+        ctx.decide(text, ours=max(ratio_n), baseline=min(ratio_n), diff=d, ci=[min(lo, d), max(hi, d)],
+                   n=S["cross_seeds"], better="higher", method="seed bootstrap (95 % percentile)")
+    else:
+        ctx.claim(text + " — not tested: a budget's crossover is not on the d grid", ours=float("nan"),
+                  baseline=float("nan"), holds=None)
+    # the exponent of d* in n*, with the same seed bootstrap
+    if ok and len(ns) >= 2:
+        slope = float(np.polyfit(np.log(nstars), np.log(dstars), 1)[0])
+        lo, hi = percentile_ci(bs) if len(bs) >= 2 else (float("nan"),) * 2
     else:
         slope, lo, hi = float("nan"), float("nan"), float("nan")
     if math.isfinite(slope):
         ctx.metric("cross/d_star_exponent", dict(slope=slope, ci=[lo, hi] if math.isfinite(lo) else "no bootstrap "
                                                  "resample had every crossover on the grid", predicted=1.0,
                                                  d_star=dstars, n_star=nstars))
-    ctx.claim(f"High-dimensional regime: the crossover dimension grows linearly in the query count (exponent of d* "
-              f"in n* is 1 ± {TOL_CROSS}; CI [{lo:.2f}, {hi:.2f}]; a coordinate-wise estimator's is 1/2; baseline: "
-              "predicted)", ours=slope, baseline=1.0, holds=abs(slope - 1.0) <= TOL_CROSS if ok else None)
+    text = (f"High-dimensional regime: the crossover dimension grows linearly in the query count (exponent of d* "
+            f"in n* is 1 ± {TOL_CROSS}; 95% bootstrap CI [{lo:.2f}, {hi:.2f}] within the band; a coordinate-wise "
+            "estimator's is 1/2; baseline: predicted)")
+    if math.isfinite(slope) and math.isfinite(lo):
+        decide_within(ctx, text, slope, [lo, hi], 1.0, TOL_CROSS, S["cross_seeds"])
+    else:
+        ctx.claim(text + " — not tested: the crossovers are not on the d grid", ours=slope, baseline=1.0, holds=None)
     ctx.table("High-dimensional regime: quantum / best-classical 90% error quantile at each d (d = "
               f"{ds}), and the crossover dimension d*",
               ["planned budget n", "ratio per d", "d*", "queries n* at d*", "d*/n*"], rows)
