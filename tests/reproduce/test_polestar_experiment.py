@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from neurips26 import reproduce
 from neurips26.reproduce import polestar as exp_mod
@@ -44,13 +45,33 @@ def test_polestar_contract_and_determinism(monkeypatch, tmp_path):
     assert len(a["claims"]) == 3
     for c in a["claims"]:
         assert c["holds"] is None or (isinstance(c["ours"], float) and isinstance(c["baseline"], float))
-    # the frontier claim's verdict is the stated rule applied to the recorded numbers
+        if "verdict" in c:  # decided by the paired bootstrap over prompts
+            lo, hi = c["ci"]
+            assert "paired bootstrap over 8 prompts" in c["method"] and c["n"] == 8 and lo <= c["diff"] <= hi
+            assert c["verdict"] == ("holds" if lo > 0 else "does not hold" if hi < 0 else "inconclusive")
+        else:  # only a claim whose comparison does not exist in this run goes undecided
+            assert c["holds"] is None and "not tested" in c["claim"]
+    # the frontier claim: Polestar's hypervolume against the best baseline's, with its bootstrap interval
     hv = a["metrics"]["hypervolume"]
     c = a["claims"][0]
-    assert c["ours"] == hv["polestar"]
-    assert c["holds"] == (not a["metrics"]["undominated_baseline_configs"] and c["ours"] > c["baseline"])
+    assert "verdict" in c and c["ours"] == hv["polestar"] and c["baseline"] == max(hv[f] for f in exp_mod.BASELINES)
+    assert c["ci"] == a["metrics"]["hypervolume_diff_ci95"]
     run = tmp_path / "a" / "polestar"
     assert (run / "pareto.png").exists() and "accuracy %" in (run / "report.md").read_text()
+
+
+def test_bootstrap_is_paired_and_speedups_pick_the_fastest_within_one_point():
+    summary = {"a": {"correct": [1, 0, 1, 1], "cost_per_prompt": [2.0] * 4},
+               "b": {"correct": [1, 0, 1, 1], "cost_per_prompt": [1.0] * 4}}
+    boot = exp_mod._resampled(summary, seed=0, reps=50)
+    assert np.array_equal(boot["a"]["accuracy"], boot["b"]["accuracy"])  # same prompts in every resample
+    assert np.allclose(boot["b"]["throughput"], 2 * boot["a"]["throughput"])
+    acc = {"v": 0.9, "p1": 0.895, "p2": 0.85, "c1": 0.95}
+    thr = {"v": 1.0, "p1": 3.0, "p2": 9.0, "c1": 2.0}
+    assert exp_mod._speedups(acc, thr, "v", ["p1", "p2"], ["c1"]) == (3.0, 2.0)
+    assert exp_mod._speedups(acc, thr, "v", ["p2"], ["c1"]) == (0.0, 2.0)
+    assert exp_mod._interval(5.0, np.arange(100.0)) == [pytest.approx(2.475), pytest.approx(96.525)]
+    assert exp_mod._interval(-1.0, np.arange(10.0))[0] == -1.0
 
 
 def test_hypervolume_closed_form():
