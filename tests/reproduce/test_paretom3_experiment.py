@@ -11,7 +11,8 @@ from neurips26.reproduce import paretom3 as exp_mod
 from neurips26.reproduce import run_experiment
 
 TINY = dict(seeds=2, rays_b=3, rays_digits=2, budget_a=400, budget_b=120, budget_digits=40, n_train=200,
-            n_test=100, cost_steps=2, problems=["zdt1", "fonseca-fleming"], nsga_pop=12, nsga_gen=5)
+            n_test=100, cost_steps=2, problems=["zdt1", "fonseca-fleming"], nsga_pop=12, nsga_gen=5,
+            a_methods=("ParetoM3", "PNG", "LS"))
 
 
 def _verdict(lo, hi, margin=0.0):
@@ -24,7 +25,8 @@ def test_paretom3_contract(monkeypatch, tmp_path):
     a = run_experiment(exp, tmp_path / "a", seed=1, quick=True)
     m = a["metrics"]
     assert m["seeds"] == [1, 2]
-    assert set(m["convex"]) == set(exp_mod.A_METHODS)
+    assert set(m["convex"]) == {"ParetoM3", "PNG", "LS"}  # the size's methods on (a)
+    assert set(exp_mod.SIZES[False]["a_methods"]) == set(exp_mod.A_METHODS)
     for row in m["convex"].values():
         assert len(row["dist"]["seeds"]) == 2 and row["lr"] in exp_mod.LR_GRID
         assert row["dist"]["mean"] == pytest.approx(np.mean(row["dist"]["seeds"]))

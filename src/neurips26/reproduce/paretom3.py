@@ -17,6 +17,7 @@ use ``DIGITS_LR`` for every method).
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass
@@ -31,10 +32,12 @@ from ._common import pyplot
 from ._harness import RunContext
 
 SIZES = {
-    True: dict(seeds=3, rays_b=4, rays_digits=3, budget_a=6000, budget_b=1000, budget_digits=1000, n_train=1000,
-               n_test=500, cost_steps=10, problems=["zdt1", "zdt2", "fonseca-fleming"], nsga_pop=40, nsga_gen=60),
+    True: dict(seeds=3, rays_b=4, rays_digits=3, budget_a=10000, budget_b=1000, budget_digits=1000, n_train=1000,
+               n_test=500, cost_steps=10, problems=["zdt1", "zdt2", "fonseca-fleming"], nsga_pop=40, nsga_gen=60,
+               a_methods=("ParetoM3", "PNG", "LS")),
     False: dict(seeds=5, rays_b=11, rays_digits=5, budget_a=20000, budget_b=4000, budget_digits=3000, n_train=4000,
-                n_test=1000, cost_steps=30, problems=["zdt1", "zdt2", "fonseca-fleming"], nsga_pop=100, nsga_gen=200),
+                n_test=1000, cost_steps=30, problems=["zdt1", "zdt2", "fonseca-fleming"], nsga_pop=100, nsga_gen=200,
+                a_methods=("ParetoM3", "PNG", "MGDA", "LS")),
 }
 LR_GRID = (1.0, 0.3, 0.1)
 DIGITS_LR = 0.1
@@ -45,9 +48,27 @@ LR_LAMBDA = 0.05
 LR_Y = 0.3  # lr_y (alpha + smoothness) < 1: y does not overshoot (0.5 on the quadratics made lambda flip between vertices)
 ALPHA = 1.0
 B_METHODS = ("ParetoM3", "EPO", "PMTL", "PNG", "LS")
+# (a)'s methods per size (``a_methods``): MGDA (torchjd's aggregator) takes ~60 ms a step on these quadratics
+# (200 s per run at the quick budget) and ignores f0, so the quick run leaves it out of (a)
 A_METHODS = ("ParetoM3", "PNG", "MGDA", "LS")
 DIGIT_METHODS = ("ParetoM3", "EPO", "PMTL", "PNG", "LS", "MGDA")
 N_VAR = {"zdt1": 10, "zdt2": 10, "fonseca-fleming": 3}
+
+
+
+
+def one_thread(fn):
+    """Run a task on one torch thread (its tensors are tiny: two threads on a shared 2-core machine wait on
+    each other at every op, several times slower), and give the caller's setting back."""
+    @functools.wraps(fn)
+    def wrapped(task):
+        n = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return fn(task)
+        finally:
+            torch.set_num_threads(n)
+    return wrapped
 
 
 # ----------------------------------------------------------------------------- problems
@@ -169,6 +190,7 @@ def _convex_instance(seed):
     return a, z, torch.from_numpy(a.numpy().T @ w.value)
 
 
+@one_thread
 def run_convex(t: ConvexTask) -> dict:
     """(a): distance to the preferred point and merit u_α at the end. A diverged run counts as not
     having moved from its start x₀ = 0 (its distance and merit there), flagged ``diverged``."""
@@ -197,6 +219,7 @@ class FrontTask:
     tune: bool = False
 
 
+@one_thread
 def run_front(t: FrontTask) -> dict:
     """(b): per ray, the point reached, its distance to the ray's preferred point and u_α there.
     A diverged run counts as not having moved from its start (flagged in ``diverged``)."""
@@ -226,6 +249,7 @@ class NSGATask:
     gen: int
 
 
+@one_thread
 def run_nsga(t: NSGATask) -> dict:
     """pymoo NSGA-II on the original box problem; per ray, the final population's point closest
     in angle to the ray."""
@@ -311,6 +335,7 @@ class DigitsTask:
     n_test: int
 
 
+@one_thread
 def run_digits(t: DigitsTask) -> dict:
     torch.manual_seed(t.seed)
     Xtr, Ytr = _multi_digits(t.n_train, t.seed)
@@ -355,6 +380,7 @@ class CostTask:
     seed: int
 
 
+@one_thread
 def run_cost(t: CostTask) -> dict:
     """Seconds per iteration with m one-vs-rest digit tasks (binary logistic losses, shared MLP)."""
     from sklearn.datasets import load_digits
@@ -395,14 +421,15 @@ def run(ctx: RunContext) -> None:
                                     lr_t="lr / max(1, gamma_t * alpha)", digits=dict(gamma=1.0, lr_y=DIGITS_LR, alpha=DIGITS_ALPHA)),
                       baselines=dict(epo_eps=1e-4, png=dict(alpha=0.5, e=1e-3), pmtl_eps=1e-3))
     # step sizes: each method's (per problem on (b)) chosen once on the tuning instance / start, then run on every seed
-    a_tune = [ConvexTask(m, tune_seed, size["budget_a"], lr, merit=False) for m in A_METHODS for lr in LR_GRID]
+    a_methods = tuple(size.get("a_methods", A_METHODS))
+    a_tune = [ConvexTask(m, tune_seed, size["budget_a"], lr, merit=False) for m in a_methods for lr in LR_GRID]
     b_tune = [FrontTask(p, m, tune_seed, size["rays_b"], size["budget_b"], lr, tune=True)
               for p in size["problems"] for m in B_METHODS for lr in LR_GRID]
     a_tune_res = ctx.map(run_convex, a_tune, description="(a) convex: step-size tuning")
     b_tune_res = ctx.map(run_front, b_tune, description="(b) nonconvex: step-size tuning")
     lr_a = _choose_lr(a_tune, a_tune_res, lambda t: t.method)
     lr_b = _choose_lr(b_tune, b_tune_res, lambda t: (t.problem, t.method))
-    a_tasks = [ConvexTask(m, s, size["budget_a"], lr_a[m]) for m in A_METHODS for s in seeds]
+    a_tasks = [ConvexTask(m, s, size["budget_a"], lr_a[m]) for m in a_methods for s in seeds]
     b_tasks = [FrontTask(p, m, s, size["rays_b"], size["budget_b"], lr_b[p, m]) for p in size["problems"]
                for m in B_METHODS for s in seeds]
     n_tasks = [NSGATask(p, s, size["rays_b"], size["nsga_pop"], size["nsga_gen"]) for p in size["problems"] for s in seeds]
@@ -451,7 +478,7 @@ def summarize(size, seeds, lr_a, lr_b, a_tasks, a_res, b_tasks, b_res, n_tasks, 
         return [r for t, r in zip(tasks, results) if all(getattr(t, k) == v for k, v in match.items())]
 
     conv = {}
-    for m in A_METHODS:
+    for m in (m for m in A_METHODS if m in lr_a):
         rs = rows(a_tasks, a_res, method=m)
         conv[m] = {"dist": _stats([r["dist"] for r in rs]), "merit": _stats([r["merit"] for r in rs]), "lr": lr_a[m],
                    "diverged_runs": int(sum(r["diverged"] for r in rs))}
