@@ -12,8 +12,8 @@ from neurips26.causal import is_acyclic  # noqa: E402
 from neurips26.reproduce import dag_flow as exp_mod  # noqa: E402
 from neurips26.reproduce import run_experiment  # noqa: E402
 
-TINY = dict(settings=(("ER2", 5, 100),), seeds=(0,), grids=(3,), bootstrap=2, bootstrap_grid=2, sachs=False,
-            golem_grid=2, golem_iter=300)
+TINY = dict(settings=(("ER2", 5, 100),), seeds=2, grids=(3,), notears_grid=3, bootstrap=2, bootstrap_grid=2,
+            sachs=False, golem_grid=2, golem_iter=300)
 
 
 def test_dag_flow_experiment_contract(monkeypatch, tmp_path):
@@ -27,7 +27,16 @@ def test_dag_flow_experiment_contract(monkeypatch, tmp_path):
     assert s["notears3"]["best_shd"] >= 0 and s["notears3"]["compute_ratio"] > 0
     assert s["golem2"]["best_shd"] >= 0 and s["golem2"]["evaluations"] == 600
     assert len(out["claims"]) == 5 and all(math.isfinite(c["ours"]) for c in out["claims"])
-    assert (tmp_path / "dag-flow" / "path.png").exists()
+    # every claim decided over the 2 seeds with its interval
+    assert s["instances"] == 2 and out["config"]["seed_list"] == [0, 1]
+    for c in out["claims"]:
+        assert c["verdict"] in ("holds", "does not hold", "inconclusive") and c["n"] == 2
+        assert c["ci"][0] <= c["diff"] <= c["ci"][1]
+    shd, ratio = out["claims"][0], out["claims"][1]
+    assert shd["ours_seeds"] == s["dagflow"]["seeds"]["best_shd"] and shd["margin"] == -0.5
+    assert ratio["ours_seeds"] == s["grid3"]["seeds"]["compute_ratio"] and ratio["baseline"] == 1.0
+    assert ratio["ours"] == pytest.approx(s["grid3"]["compute_ratio"])
+    assert (tmp_path / "dag-flow" / "path.png").exists() and (tmp_path / "dag-flow" / "best_shd.png").exists()
 
 
 def test_count_accuracy_by_hand():
@@ -58,3 +67,15 @@ def test_sachs_rows_and_truth():
     X, B, names = exp_mod.sachs()
     assert X.shape == (853, 11) and B.sum() == 18 and "praf" in names
     assert np.allclose(X.mean(0), 0) and np.allclose(X.std(0), 1)
+
+
+def test_sachs_instances_are_bootstrap_resamples_of_the_rows():
+    pytest.importorskip("importlib").util.find_spec("cdt") or pytest.skip("cdt not installed")
+    X0, B0, _ = exp_mod.sachs()
+    a, B = exp_mod.sem_data(exp_mod.SemTask("sachs", 11, 853, 1, {}))
+    b, _ = exp_mod.sem_data(exp_mod.SemTask("sachs", 11, 853, 1, {}))
+    c, _ = exp_mod.sem_data(exp_mod.SemTask("sachs", 11, 853, 2, {}))
+    assert np.array_equal(a, b) and not np.array_equal(a, c) and np.array_equal(B, B0)
+    assert a.shape == X0.shape and np.allclose(a.mean(0), 0) and np.allclose(a.std(0), 1)
+    # every row of a resample is a (re-standardized) row of the data: few distinct rows repeat
+    assert len(np.unique(a, axis=0)) < len(X0)
