@@ -7,7 +7,7 @@ from neurips26.reproduce import quadruple_optimizers as exp_mod
 from neurips26.reproduce import run_experiment
 
 TINY = dict(decades=(-1, 0), quad_steps=30, rosen_steps=40, digits_steps=20, lm_steps=6, lm_context=16, lm_width=16,
-            refine=False, seeds=(0,), dev_steps=20)
+            refine=False, seeds=(0, 1), dev_steps=20)
 
 
 def test_quadruple_experiment_contract(monkeypatch, tmp_path):
@@ -19,13 +19,40 @@ def test_quadruple_experiment_contract(monkeypatch, tmp_path):
         assert set(task) == set(exp_mod.OPTIMIZERS)
     assert set(m["max_rel_dev_vs_torch"]) >= {"sgd", "adam", "adamw", "muon"}
     assert all(v <= 1e-6 for v in m["max_rel_dev_vs_torch"].values())
-    # the tracking instance's contraction is a theorem: it holds at any size
-    assert m["theory_quadratic"]["tracking"]["max_contraction_ratio"] <= 1 - exp_mod.TRACKING_GAIN + 1e-9
-    assert out["claims"][0]["holds"]
-    for claim in out["claims"]:
-        assert math.isfinite(claim["ours"]) and math.isfinite(claim["baseline"])
+    # the tracking instance's contraction is a theorem: it holds at any size, on every seed's quadratic
+    per_seed = m["theory_quadratic_per_seed"]["tracking"]["max_contraction_ratio"]
+    assert len(per_seed) == 2 and max(per_seed) <= 1 - exp_mod.TRACKING_GAIN + 1e-9
+    assert m["seeds"] == [0, 1]
+    assert len(out["claims"]) == 1 + 2 * len(exp_mod.NEW) + 2
+    for claim in out["claims"]:  # every claim decided over the seeds, with its interval
+        assert claim["verdict"] in ("holds", "does not hold", "inconclusive", "not tested")
+        assert math.isfinite(claim["ours"]) and math.isfinite(claim["baseline"]) and claim["n"] == 2
+        assert claim["ci"][0] <= claim["diff"] <= claim["ci"][1]
+    first = out["claims"][0]
+    assert first["ours_seeds"] == per_seed and first["method"] == "one-sample t"
+    digits = [c for c in out["claims"] if c["claim"].startswith("digits")][0]
+    best = digits["claim"].split("(")[1].split(",")[0]
+    assert digits["ours_seeds"] == m["per_task"]["digits"][best]["test_accuracy_per_seed"]
+    assert digits["baseline_seeds"] == m["per_task"]["digits"]["adamw"]["test_accuracy_per_seed"]
+    assert digits["margin"] == -exp_mod.ACC_MARGIN and digits["method"] == "paired t"
+    lo, hi = digits["ci"]
+    assert digits["verdict"] == ("holds" if lo > -0.01 else "does not hold" if hi < -0.01 else "inconclusive")
     for png in ("geometric_diagnostics.png", "training_curves.png"):
         assert (tmp_path / "quadruple-optimizers" / png).exists()
+
+
+def test_bound_all_takes_the_weakest_part(tmp_path):
+    from neurips26.reproduce._harness import RunContext
+
+    ctx = RunContext("x", tmp_path, seed=0)
+    # the rate part holds (well below 1), the R² part does not (well below 0.9): the claim does not hold
+    v = exp_mod.bound_all(ctx, "c", [("rate", [0.5, 0.51, 0.49], 1.0, "lower"), ("r2", [0.5, 0.52, 0.48], 0.9, "higher")])
+    assert v == "does not hold" and ctx.claims[-1].claim.endswith("decided by its r2 part")
+    assert ctx.claims[-1].ours_seeds == [0.5, 0.52, 0.48]
+    # both hold: holds; one inconclusive, none failing: inconclusive
+    assert exp_mod.bound_all(ctx, "c", [("rate", [0.5, 0.51], 1.0, "lower"), ("r2", [0.99, 0.98], 0.9, "higher")]) == "holds"
+    assert exp_mod.bound_all(ctx, "c", [("rate", [0.5, 1.5], 1.0, "lower"), ("r2", [0.99, 0.98], 0.9, "higher")]) \
+        == "inconclusive"
 
 
 def test_tuning_extends_past_an_edge_and_refines():

@@ -67,9 +67,9 @@ LR_CENTRE = {"sgd-momentum": 1e-2, "adamw": 1e-3, "lion": 1e-4, "shampoo": 1e-2,
 
 SIZES = {
     True: dict(decades=(-2, -1, 0, 1), quad_steps=200, rosen_steps=600, digits_steps=250, lm_steps=120,
-               lm_context=48, lm_width=48, refine=False, seeds=(0,), dev_steps=200),
+               lm_context=48, lm_width=48, refine=False, seeds=(0, 1, 2), dev_steps=200),
     False: dict(decades=(-2, -1, 0, 1, 2), quad_steps=500, rosen_steps=2000, digits_steps=800, lm_steps=500,
-                lm_context=64, lm_width=64, refine=True, seeds=(0, 1, 2), dev_steps=200),
+                lm_context=64, lm_width=64, refine=True, seeds=(0, 1, 2, 3, 4), dev_steps=200),
 }
 
 
@@ -343,39 +343,69 @@ def run(ctx: RunContext) -> None:
     plots(ctx, raw)
 
 
+SEEDED = ("quadratic", "digits", "lm")  # the tasks run again at the tuned learning rate on every other seed
+
+
+def _runner(task: str, cfg: dict, seed: int):
+    """``(run_at(lr), score)`` of one task on one seed; ``score`` is minimized (the final gap for the
+    geometric problems, which are deterministic; validation accuracy or perplexity otherwise)."""
+    if task == "quadratic":
+        problem = Quadratic(seed)
+        return (lambda name, lr: run_geometric(problem, name, lr, cfg["quad_steps"])), (lambda r: r["final"])
+    if task == "rosenbrock":
+        problem = Rosenbrock(seed)
+        return (lambda name, lr: run_geometric(problem, name, lr, cfg["rosen_steps"])), (lambda r: r["final"])
+    if task == "digits":
+        digits = digits_data()
+        return (lambda name, lr: run_digits(digits, name, lr, cfg["digits_steps"], seed)), (lambda r: -r["val"])
+    if task == "lm":
+        lm = lm_data(cfg["lm_context"])
+        return (lambda name, lr: run_lm(lm, name, lr, cfg["lm_steps"], seed, cfg["lm_context"], cfg["lm_width"]),
+                lambda r: r["val"])
+    raise KeyError(task)
+
+
+def tune_task(t: dict) -> dict:
+    """One task of ``ctx.map``: tune optimizer ``t["name"]`` on ``t["task"]`` with seed ``t["seed"]``;
+    returns the best run with ``grid``, the learning rates tried."""
+    run_at, score = _runner(t["task"], t["cfg"], t["seed"])
+    best, grid = tune(lambda lr: run_at(t["name"], lr), t["name"], t["cfg"]["decades"], score, t["cfg"]["refine"])
+    return dict(best, grid=grid)
+
+
+def rerun_task(t: dict) -> dict:
+    """One task of ``ctx.map``: optimizer ``t["name"]`` on ``t["task"]`` with seed ``t["seed"]`` at the
+    learning rate tuned on the first seed."""
+    run_at, _ = _runner(t["task"], t["cfg"], t["seed"])
+    return run_at(t["name"], t["lr"])
+
+
 def _run(ctx: RunContext, cfg, seeds: list[int]) -> dict:
-    """Every run, in order: the classical quadruples against their references, then each
-    optimizer tuned on (a) the quadratic and Rosenbrock, (b) digits, (c) the language model.
-    Returns the deviations, the tuned runs per task and optimizer, and the grids tried."""
+    """Every run: the classical quadruples against their references, then each optimizer tuned on the
+    first seed of (a) the quadratic and Rosenbrock, (b) digits, (c) the language model, then run again
+    at its tuned learning rate on every other seed (the quadratic: another random instance; digits and
+    the language model: another initialization and batch order; Rosenbrock has no randomness).
+    Returns the deviations, the tuned runs per task and optimizer (``seed_runs``: one run per seed),
+    and the grids tried."""
     devs = max_rel_dev_vs_references(cfg["dev_steps"])
+    tcfg = {k: (list(v) if isinstance(v, tuple) else v) for k, v in cfg.items() if k != "seeds"}
+    tasks = [dict(task=task, name=name, seed=seeds[0], cfg=tcfg) for task in ("quadratic", "rosenbrock", "digits", "lm")
+             for name in OPTIMIZERS]
+    tuned = ctx.map(tune_task, tasks, description=f"tuning each optimizer on every task (seed {seeds[0]})")
+    reruns = [dict(task=t["task"], name=t["name"], seed=s, cfg=tcfg, lr=r["lr"])
+              for t, r in zip(tasks, tuned) if t["task"] in SEEDED for s in seeds[1:]]
+    again = iter(ctx.map(rerun_task, reruns, description=f"tuned runs on seeds {seeds[1:]}"))
     results: dict[str, dict[str, dict]] = {}
     lr_grids: dict[str, dict[str, list]] = {}
-
-    # (a) geometric diagnostics: deterministic, tuned on the final gap
-    for problem, steps in ((Quadratic(ctx.seed), cfg["quad_steps"]), (Rosenbrock(ctx.seed), cfg["rosen_steps"])):
-        for name in ctx.track(OPTIMIZERS, f"{problem.name}: tuning each optimizer"):
-            best, grid = tune(lambda lr: run_geometric(problem, name, lr, steps), name, cfg["decades"],
-                              lambda r: r["final"], cfg["refine"])
-            results.setdefault(problem.name, {})[name] = best
-            lr_grids.setdefault(problem.name, {})[name] = grid
-
-    # (b) digits and (c) the language model: tuned on validation, reported on test
-    digits = digits_data()
-    lm = lm_data(cfg["lm_context"])
-    tasks = {
-        "digits": (lambda name, lr, s: run_digits(digits, name, lr, cfg["digits_steps"], s), lambda r: -r["val"]),
-        "lm": (lambda name, lr, s: run_lm(lm, name, lr, cfg["lm_steps"], s, cfg["lm_context"], cfg["lm_width"]),
-               lambda r: r["val"]),
-    }
-    for task, (run_task, score) in tasks.items():
-        for name in ctx.track(OPTIMIZERS, f"{task}: tuning each optimizer"):
-            best, grid = tune(lambda lr: run_task(name, lr, seeds[0]), name, cfg["decades"], score, cfg["refine"])
-            runs = [best] + [run_task(name, best["lr"], s) for s in seeds[1:]]
+    for t, best in zip(tasks, tuned):
+        grid = best.pop("grid")
+        runs = [best] + ([next(again) for _ in seeds[1:]] if t["task"] in SEEDED else [])
+        if t["task"] in ("digits", "lm"):
             best = dict(best, test_seeds=[r["test"] for r in runs], test_mean=float(np.mean([r["test"] for r in runs])),
                         test_std=float(np.std([r["test"] for r in runs])))
-            results.setdefault(task, {})[name] = best
-            lr_grids.setdefault(task, {})[name] = grid
-    return {"devs": devs, "results": results, "lr_grids": lr_grids}
+        results.setdefault(t["task"], {})[t["name"]] = dict(best, seed_runs=runs)
+        lr_grids.setdefault(t["task"], {})[t["name"]] = grid
+    return {"devs": devs, "results": results, "lr_grids": lr_grids, "seeds": seeds}
 
 
 def _theory(r) -> dict:
@@ -395,7 +425,8 @@ def _theory(r) -> dict:
 def summarize(raw) -> dict:
     """The metrics: the deviations from the references, the tuned learning rates and the
     grids tried, steps to a target (10⁻⁶ of the start for (a); AdamW's final training loss
-    for (b), (c)), the per-task figures, and the theory's predictions on the quadratic."""
+    for (b), (c)), on the first seed, the per-task figures (digits and the language model: mean,
+    std and each seed), and the theory's predictions on the quadratic (first seed, and per seed)."""
     results = raw["results"]
     targets = {"quadratic": 1e-6 * results["quadratic"]["adamw"]["gap"][0], "rosenbrock": 1e-6}
     for task in ("digits", "lm"):
@@ -408,40 +439,88 @@ def summarize(raw) -> dict:
     per_task = {
         "quadratic": {n: {"final_gap": finite_or_minus_one(r["final"])} for n, r in results["quadratic"].items()},
         "rosenbrock": {n: {"final_gap": finite_or_minus_one(r["final"])} for n, r in results["rosenbrock"].items()},
-        "digits": {n: {"test_accuracy": r["test_mean"], "test_accuracy_std": r["test_std"], "val_accuracy": r["val"],
+        "digits": {n: {"test_accuracy": r["test_mean"], "test_accuracy_std": r["test_std"],
+                       "test_accuracy_per_seed": r["test_seeds"], "val_accuracy": r["val"],
                        "train_loss": finite_or_minus_one(r["train_loss"])} for n, r in results["digits"].items()},
         "lm": {n: {"test_perplexity": finite_or_minus_one(r["test_mean"]), "test_perplexity_std": r["test_std"]
-                   if math.isfinite(r["test_std"]) else -1.0, "val_perplexity": finite_or_minus_one(r["val"])}
+                   if math.isfinite(r["test_std"]) else -1.0,
+                   "test_perplexity_per_seed": [finite_or_minus_one(v) for v in r["test_seeds"]],
+                   "val_perplexity": finite_or_minus_one(r["val"])}
                for n, r in results["lm"].items()},
     }
     return {"max_rel_dev_vs_torch": raw["devs"],
             "tuned_lr": {t: {n: r["lr"] for n, r in d.items()} for t, d in results.items()},
             "lr_grid": raw["lr_grids"], "steps_to_target": steps_to_target, "targets": targets, "per_task": per_task,
-            "theory_quadratic": {n: _theory(r) for n, r in results["quadratic"].items()}}
+            "theory_quadratic": {n: _theory(r) for n, r in results["quadratic"].items()},
+            "theory_quadratic_per_seed": {n: {k: [_theory(x)[k] for x in r["seed_runs"]] for k in _theory(r)}
+                                          for n, r in results["quadratic"].items()},
+            "seeds": raw["seeds"]}
+
+
+_ORDER = {"does not hold": 0, "inconclusive": 1, "not tested": 1, "holds": 2}
+DECREASE_SHARE = 0.99  # "decreases at every step", decided as: on >= 99 % of steps (a share cannot exceed 1)
+R2_MIN = 0.9           # "converges linearly": the log-linear fit explains >= 90 % of log V's variance
+ACC_MARGIN = 0.01      # "reaches AdamW's test accuracy": no worse than 1 point below it
+PPL_MARGIN = 0.02      # "reaches AdamW's test perplexity": no worse than 2 % above it
+
+
+def bound_all(ctx: RunContext, claim: str, parts: list[tuple[str, list, float, str]]) -> str:
+    """A claim that is a conjunction of thresholds, each part ``(label, values per seed, threshold, better)``
+    decided as :meth:`RunContext.bound` decides it; the claim takes the verdict of its weakest part (one
+    part that does not hold sinks it; else one inconclusive part leaves it inconclusive), and records that
+    part's interval."""
+    from ._harness import paired_interval
+
+    def verdict(values, threshold, better):
+        _, lo, hi = paired_interval(values, [threshold] * len(values), better=better)
+        return "holds" if lo > 0 else "does not hold" if hi < 0 else "inconclusive"
+
+    label, values, threshold, better = min(parts, key=lambda p: _ORDER[verdict(*p[1:])])
+    suffix = f"; decided by its {label} part" if len(parts) > 1 else ""
+    return ctx.bound(claim + suffix, values, threshold, better=better)
 
 
 def claims(ctx: RunContext, raw, summary) -> None:
-    results, theory = raw["results"], summary["theory_quadratic"]
+    """Every claim decided over the seeds: the quadratic's NAIM predictions by a one-sample Student-t
+    interval of each seed's figure against the theory's bound; the new instances against AdamW on
+    digits and the language model by a paired comparison over seeds (same seed: same initialization
+    and batches)."""
+    results, theory = raw["results"], summary["theory_quadratic_per_seed"]
+    seeds = raw["seeds"]
+    n = len(seeds)
+    adamw = theory["adamw"]
+    mean = lambda v: float(np.mean(v))  # noqa: E731
     tr = theory["tracking"]
-    ctx.claim(f"tracking instance: the fast state contracts at the proven rate, max δ_t/(δ_(t−1)+Δ_t) ≤ 1 − α = "
-              f"{1 - TRACKING_GAIN:g} (baseline: AdamW's ratio)", tr["max_contraction_ratio"],
-              theory["adamw"]["max_contraction_ratio"], tr["max_contraction_ratio"] <= (1 - TRACKING_GAIN) * (1 + 1e-9))
-    for n in NEW:
-        t = theory[n]
-        ctx.claim(f"{n} instance: the Lyapunov function decreases at every step up to the drift term ηΔ² "
-                  "(fraction of steps; baseline: AdamW's fraction)", t["lyapunov_decrease_fraction"],
-                  theory["adamw"]["lyapunov_decrease_fraction"], t["lyapunov_decrease_fraction"] == 1.0)
-        ctx.claim(f"{n} instance: V converges linearly on the quadratic (per-step rate ρ of a log-linear fit over "
-                  f"the second half, R² = {t['rate_r2']:.3f}; holds when ρ < 1 and R² ≥ 0.9; baseline: AdamW's ρ)",
-                  t["lyapunov_rate"], theory["adamw"]["lyapunov_rate"], t["lyapunov_rate"] < 1 and t["rate_r2"] >= 0.9)
-    best_digits = max(NEW, key=lambda n: results["digits"][n]["test_mean"])
-    ctx.claim(f"digits: the best new instance ({best_digits}) reaches AdamW's test accuracy",
-              results["digits"][best_digits]["test_mean"], results["digits"]["adamw"]["test_mean"],
-              results["digits"][best_digits]["test_mean"] >= results["digits"]["adamw"]["test_mean"])
-    best_lm = min(NEW, key=lambda n: results["lm"][n]["test_mean"])
-    ctx.claim(f"language model: the best new instance ({best_lm}) reaches AdamW's test perplexity",
-              results["lm"][best_lm]["test_mean"], results["lm"]["adamw"]["test_mean"],
-              results["lm"][best_lm]["test_mean"] <= results["lm"]["adamw"]["test_mean"])
+    ctx.bound(f"tracking instance: the fast state contracts at the proven rate, max δ_t/(δ_(t−1)+Δ_t) ≤ 1 − α = "
+              f"{1 - TRACKING_GAIN:g} (each seed's worst step on its own quadratic, over {n} seeds; baseline column: "
+              f"the bound; AdamW's mean ratio {mean(adamw['max_contraction_ratio']):.3g})",
+              tr["max_contraction_ratio"], (1 - TRACKING_GAIN) * (1 + 1e-9), better="lower")
+    for name in NEW:
+        t = theory[name]
+        ctx.bound(f"{name} instance: the Lyapunov function decreases at every step up to the drift term ηΔ² "
+                  f"(decided as: on ≥ {DECREASE_SHARE:.0%} of steps, the share per seed over {n} seeds; baseline "
+                  f"column: {DECREASE_SHARE}; AdamW's mean share {mean(adamw['lyapunov_decrease_fraction']):.3f})",
+                  t["lyapunov_decrease_fraction"], DECREASE_SHARE, better="higher")
+        bound_all(ctx, f"{name} instance: V converges linearly on the quadratic (per-step rate ρ of a log-linear fit "
+                       f"over the second half, per seed over {n} seeds, mean R² = {mean(t['rate_r2']):.3f}; holds when "
+                       f"ρ < 1 and R² ≥ {R2_MIN}; AdamW's mean ρ {mean(adamw['lyapunov_rate']):.4f})",
+                  [("ρ < 1", t["lyapunov_rate"], 1.0, "lower"), (f"R² ≥ {R2_MIN}", t["rate_r2"], R2_MIN, "higher")])
+    digits, lm = results["digits"], results["lm"]
+    best_digits = max(NEW, key=lambda m: digits[m]["test_mean"])
+    ctx.compare(f"digits: the best new instance ({best_digits}, best mean over seeds) reaches AdamW's test accuracy "
+                f"(no worse than {ACC_MARGIN * 100:g} point below it; paired over {n} seeds)",
+                digits[best_digits]["test_seeds"], digits["adamw"]["test_seeds"], better="higher", margin=-ACC_MARGIN)
+    best_lm = min(NEW, key=lambda m: lm[m]["test_mean"])
+    ours_lm, base_lm = lm[best_lm]["test_seeds"], lm["adamw"]["test_seeds"]
+    claim = (f"language model: the best new instance ({best_lm}, best mean over seeds) reaches AdamW's test perplexity "
+             f"(no worse than {PPL_MARGIN:.0%} above AdamW's mean; paired over {n} seeds")
+    if all(map(math.isfinite, ours_lm + base_lm)):
+        ctx.compare(claim + ")", ours_lm, base_lm, better="lower", margin=-PPL_MARGIN * mean(base_lm))
+    else:  # a diverged run has no perplexity: compare the test losses (log perplexity, a diverged run at the cap)
+        cap = 700.0
+        logs = lambda v: [math.log(x) if math.isfinite(x) else cap for x in v]  # noqa: E731
+        ctx.compare(claim + "; on log perplexity, a diverged run counted at 700)", logs(ours_lm), logs(base_lm),
+                    better="lower", margin=-math.log1p(PPL_MARGIN))
 
 
 def tables(ctx: RunContext, raw, summary, cfg) -> None:
@@ -451,18 +530,29 @@ def tables(ctx: RunContext, raw, summary, cfg) -> None:
               [(k, "lion-pytorch" if k == "lion" else f"torch.optim.{references[k]}", v) for k, v in raw["devs"].items()])
     results, steps_to_target = raw["results"], summary["steps_to_target"]
     fmt_steps = lambda s: "not reached" if s < 0 else s  # noqa: E731
-    ctx.table("Results (tuned learning rate per optimizer and task)",
+    seeds = raw["seeds"]
+
+    def pm(values, fmt=".4g") -> str:
+        v = np.asarray(values, float)
+        if not np.all(np.isfinite(v)):
+            return f"{np.mean(v):{fmt}} ({int(np.sum(~np.isfinite(v)))} diverged)"
+        return f"{v.mean():{fmt}} ± {v.std(ddof=1) if len(v) > 1 else 0.0:.2g}"
+
+    ctx.table(f"Results (learning rate tuned per optimizer and task on seed {seeds[0]}; quadratic, Rosenbrock and "
+              f"steps: seed {seeds[0]}; digits and LM: mean ± std over seeds {seeds} at the tuned rate)",
               ["optimizer", "quadratic f−f*", "steps", "Rosenbrock f−f*", "steps", "digits test acc.", "steps",
                "LM test ppl.", "steps"],
               [(n, results["quadratic"][n]["final"], fmt_steps(steps_to_target["quadratic"][n]),
                 results["rosenbrock"][n]["final"], fmt_steps(steps_to_target["rosenbrock"][n]),
-                results["digits"][n]["test_mean"], fmt_steps(steps_to_target["digits"][n]),
-                results["lm"][n]["test_mean"], fmt_steps(steps_to_target["lm"][n])) for n in OPTIMIZERS])
-    ctx.table("NAIM diagnostics on the quadratic (tuned runs)",
+                pm(results["digits"][n]["test_seeds"]), fmt_steps(steps_to_target["digits"][n]),
+                pm(results["lm"][n]["test_seeds"]), fmt_steps(steps_to_target["lm"][n])) for n in OPTIMIZERS])
+    ctx.table(f"NAIM diagnostics on the quadratic (tuned runs; mean ± std over seeds {seeds}, one random "
+              "quadratic each)",
               ["optimizer", "max δ_t/(δ_{t−1}+Δ_t)", "steps with V_{t+1} − V_t ≤ ηΔ²", "V_T / V_0",
                "rate ρ of V (2nd half)", "R²", "final δ"],
-              [(n, t["max_contraction_ratio"], t["lyapunov_decrease_fraction"], t["lyapunov_final_over_initial"],
-                t["lyapunov_rate"], t["rate_r2"], t["final_distance"]) for n, t in summary["theory_quadratic"].items()])
+              [(n, pm(t["max_contraction_ratio"]), pm(t["lyapunov_decrease_fraction"]),
+                pm(t["lyapunov_final_over_initial"]), pm(t["lyapunov_rate"], ".5g"), pm(t["rate_r2"]),
+                pm(t["final_distance"])) for n, t in summary["theory_quadratic_per_seed"].items()])
 
 
 def plots(ctx: RunContext, raw) -> None:
@@ -484,19 +574,23 @@ def plots(ctx: RunContext, raw) -> None:
         ax.set_title(title)
         ax.set_xlabel("step")
     axes[0].legend(fontsize=8)
-    ctx.figure(fig, "geometric_diagnostics", "Geometric diagnostics at the tuned learning rates: the gap, the velocity's "
+    ctx.figure(fig, "geometric_diagnostics", "Geometric diagnostics at the tuned learning rates (first seed's quadratic): "
+               "the gap, the velocity's "
                "distance to the NAIM target manifold (Shampoo has no fast state: δ ≡ 0, not drawn), and the "
                "Lyapunov function (solid: the new instances).")
     plt.close(fig)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     for ax, task, title in ((axes[0], "digits", "digits MLP: training loss"), (axes[1], "lm", "char transformer: training loss")):
         for n, r in results[task].items():
-            c = np.asarray(r["losses"])
-            w = max(1, len(c) // 25)
-            ax.plot(np.convolve(c, np.ones(w) / w, mode="valid"), label=n, **style(n))
+            for i, run in enumerate(r["seed_runs"]):  # every seed; the first opaque and labelled
+                c = np.asarray(run["losses"])
+                w = max(1, len(c) // 25)
+                ax.plot(np.convolve(c, np.ones(w) / w, mode="valid"), label=n if i == 0 else None,
+                        **(style(n) | ({} if i == 0 else dict(alpha=0.35, lw=0.8))))
         ax.set_title(title)
         ax.set_xlabel("step")
         ax.set_yscale("log")
     axes[0].legend(fontsize=8)
-    ctx.figure(fig, "training_curves", "Training loss at the tuned learning rates (running mean).")
+    ctx.figure(fig, "training_curves", "Training loss at the tuned learning rates (running mean), every seed: the "
+               "first seed opaque, the others pale.")
     plt.close(fig)
