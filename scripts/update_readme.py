@@ -117,7 +117,7 @@ ROWS = [
         "TSP-50: the learned ranker (sampled", "TSP-50 gap % at equal budget, learned ranker", "random ranker",
         dec(2)),
     Row("adasgda", "AdaSGDA: orthogonal adaptive minimax", "works", "`optim.minimax.AdaSGDA`",
-        "(3a) DRO on digits", "robust test accuracy, AdaSGDA", "best of TiAda / NeAda", pct),
+        "(3a) DRO on digits", "robust test accuracy, AdaSGDA", "NeAda-AdaGrad", pct),
     Row("embedding-norms", "Norms of contrastive embeddings", "works", "`embeddings.NormConfidence`",
         "Adding query/document norms raises AUROC", "AUROC with norms", "cosine-only", dec(3)),
 ]
@@ -173,7 +173,8 @@ def render(readme: str) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    # markdown would read "d*/n*" as emphasis and "a|b" as a column break
+    return text.replace("|", "\\|").replace("*", "\\*").replace("\n", " ")
 
 
 def _number(v: float | None) -> str:
@@ -217,7 +218,7 @@ def _no_interval(claim: dict) -> str:
 def _method(claim: dict) -> str:
     """How the interval was found, where it is not the paired t over seeds that most claims use."""
     method = claim.get("method", "paired t")
-    return "" if method == "paired t" else f" ({method})"
+    return "" if method == "paired t" else f" ({_cell(method)})"
 
 
 def render_page(slug: str, page: str) -> str:

@@ -97,7 +97,8 @@ def test_every_figure_of_a_row_is_in_its_committed_results(row):
     assert row[4] == f"{held} / {tested}", f"{slug}: claims cell {row[4]!r}, committed run {held} / {tested}"
     values = _numbers_of(results)
     # the numbers of the headline cell, leaving out those inside names (Q=4, d=10, "Stiefel", "10 λ")
-    figures = re.findall(r"(?<![\w=.])-?\d+\.\d+(?:e-?\d+)?(?![\w.])|(?<![\w=.])-?\d+(?= %| vs|\s*\()", row[3])
+    figures = re.findall(r"(?<![\w=.])-?\d+(?:\.\d+e-?\d+|\.\d+|e-?\d+)(?![\w.])|(?<![\w=.-])-?\d+(?= %| vs|\s*\()",
+                         row[3])
     assert figures, f"{slug}: no figure in the headline cell {row[3]!r}"
     for text in figures:
         if "e" in text:

@@ -22,6 +22,7 @@ cumulative regret over the second half (sublinear: < 1).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -168,36 +169,53 @@ def loglog_slope(curve: np.ndarray) -> float:
 
 
 def run(ctx: RunContext) -> None:
+    _run(ctx)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One task: every setting (Q, sync/async) and method on one problem draw or seed."""
+
+    name: str  # "gp-prior" or a synthetic function
+    seed: int
+    quick: bool
+
+
+def run_problem(task: Problem) -> dict:
+    """{setting: {method: {"simple": curve, "cumulative": curve}}} on one problem and seed."""
+    cfg = SIZES[task.quick]
+    out: dict = {}
     with quiet_bo_warnings():
-        _run(ctx)
+        if task.name == "gp-prior":
+            problem = GPPrior(task.seed)
+            budget, n_init = cfg["gp_budget"], cfg["gp_init"]
+        else:
+            problem = Synthetic(task.name, dict(num_restarts=cfg["num_restarts"], raw_samples=cfg["raw_samples"]))
+            budget, n_init = cfg["synth_budget"], cfg["synth_init"]
+        for q, sync in settings(cfg["qs"] if task.name == "gp-prior" else cfg["synth_qs"]):
+            factory = problem.model_factory() if task.name == "gp-prior" else problem.model_factory(q)
+            for method in METHODS:
+                s, c = run_one(problem, method, q, sync, budget, n_init, factory, task.seed)
+                out.setdefault(name_of(q, sync), {})[method] = {"simple": s.tolist(), "cumulative": c.tolist()}
+    return out
 
 
 def _run(ctx: RunContext) -> None:
     cfg = SIZES[ctx.quick]
     ctx.config.update(cfg | {"methods": list(METHODS), "beta": BETA})
+    # problem seeds 1000 * run seed + i: --seed 0 keeps the draws 0, 1, ... and another run seed
+    # draws problems that no other run seed shares
+    base = 1000 * ctx.seed
+    tasks = [Problem("gp-prior", base + draw, ctx.quick) for draw in range(cfg["gp_draws"])]
+    tasks += [Problem(name, base + seed, ctx.quick) for name in cfg["synthetic"] for seed in cfg["synth_seeds"]]
     results: dict = {}
-    jobs = []
-    for draw in range(cfg["gp_draws"]):
-        jobs.append(("gp-prior", draw))
-    for name in cfg["synthetic"]:
-        for seed in cfg["synth_seeds"]:
-            jobs.append((name, seed))
-    space_kw = dict(num_restarts=cfg["num_restarts"], raw_samples=cfg["raw_samples"])
-    for prob_name, seed in ctx.track(jobs, "problems x seeds"):
-        if prob_name == "gp-prior":
-            problem = GPPrior(seed)
-            budget, n_init = cfg["gp_budget"], cfg["gp_init"]
-        else:
-            problem = Synthetic(prob_name, space_kw)
-            budget, n_init = cfg["synth_budget"], cfg["synth_init"]
-        for q, sync in settings(cfg["qs"] if prob_name == "gp-prior" else cfg["synth_qs"]):
-            factory = problem.model_factory() if prob_name == "gp-prior" else problem.model_factory(q)
-            for method in METHODS:
-                s, c = run_one(problem, method, q, sync, budget, n_init, factory, seed)
-                slot = results.setdefault(prob_name, {}).setdefault(name_of(q, sync), {}).setdefault(
+    for task, out in zip(tasks, ctx.map(run_problem, tasks, "problems x seeds")):
+        for setting, by_method in out.items():
+            for method, curves in by_method.items():
+                slot = results.setdefault(task.name, {}).setdefault(setting, {}).setdefault(
                     method, {"simple": [], "cumulative": []})
-                slot["simple"].append(s.tolist())
-                slot["cumulative"].append(c.tolist())
+                slot["simple"].append(curves["simple"])
+                slot["cumulative"].append(curves["cumulative"])
     summary = summarize(results)
     ctx.metric("summary", summary)
     ctx.metric("curves", {p: {s: {m: np.mean(v["simple"], 0).tolist() for m, v in ms.items()}
