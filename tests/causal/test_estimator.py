@@ -2,6 +2,7 @@
 (``parametrize_with_checks``), and, for the checks that only look at predict / transform /
 score (which a graph learner does not have), the same properties on the graph it learns."""
 
+import inspect
 import pickle
 
 import numpy as np
@@ -10,7 +11,7 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import check_estimator, parametrize_with_checks
 
-from neurips26.causal import DagFlow, is_acyclic
+from neurips26.causal import CENTRAL_PATH, DagFlow, is_acyclic
 
 # DAG learning is unsupervised (fit(X), no y) and its output is a graph (``adjacency_``),
 # not predictions: these checks run, but test nothing here, because every assertion they
@@ -83,7 +84,7 @@ def test_queries_before_fit_raise_not_fitted():
 def test_the_fitted_graph_is_the_selected_one():
     X = sem_data()
     model = DagFlow("dagma", lambda_min_ratio=0.05).fit(X)
-    assert model.n_features_in_ == 5 and model.mus_ == (1.0,) and model.lambda_min_ratio_ == 0.05
+    assert model.n_features_in_ == 5 and model.mus_ == CENTRAL_PATH and model.lambda_min_ratio_ == 0.05
     assert model.adjacency_.shape == (5, 5) and is_acyclic(model.adjacency_)
     assert np.array_equal(model.adjacency_, model.select("bic"))
     stable = DagFlow("dagma", lambda_min_ratio=0.05, criterion="stability").fit(X)
@@ -109,3 +110,17 @@ def test_the_graph_does_not_depend_on_row_order():
     a = DagFlow("dagma", lambda_min_ratio=0.05).fit(X)
     b = DagFlow("dagma", lambda_min_ratio=0.05).fit(X[perm])
     assert np.array_equal(a.adjacency_, b.adjacency_)
+
+
+def test_the_default_mu_schedule_is_dagmas_own_central_path():
+    # the dagma package's DagmaLinear.fit defaults: μ_t = mu_init · mu_factor^t for t < T
+    dagma_linear = pytest.importorskip("dagma.linear")
+    p = inspect.signature(dagma_linear.DagmaLinear.fit).parameters
+    expected = [p["mu_init"].default * p["mu_factor"].default ** t for t in range(p["T"].default)]
+    np.testing.assert_allclose(CENTRAL_PATH, expected, rtol=1e-12)
+    X = sem_data()
+    model = DagFlow(lambda_min_ratio=0.05).fit(X)
+    assert model.mus_ == CENTRAL_PATH and len(model.paths_) == len(CENTRAL_PATH)
+    assert DagFlow("lasso", lambda_min_ratio=0.05).fit(X).mus_ == (1.0,)  # μ is DAGMA's alone
+    single = DagFlow(mu=1.0, lambda_min_ratio=0.05).fit(X)
+    np.testing.assert_array_equal(single.path_.lambdas, model.path_.lambdas)  # the first path is μ = 1's

@@ -19,6 +19,8 @@ __all__ = ["DagFlow"]
 
 
 FORMULATIONS = ("dagma", "notears", "golem", "lasso")
+# DAGMA's default central path (its mu_init = 1, mu_factor = 0.1, T = 5): the default μ schedule
+CENTRAL_PATH = (1.0, 0.1, 0.01, 0.001, 0.0001)
 CRITERIA = ("bic", "stability")
 
 
@@ -43,10 +45,20 @@ class DagFlow(BaseEstimator):
     max_step : the largest step along the path, as a fraction of λ_max (finite, > 0).
     threshold : τ > 0, finite; a graph on the path is {|W_ij| > τ}, made acyclic by removing the
         weakest edge of each cycle.
-    mu : for "dagma", μ of DAGMA's objective (finite, > 0), or a schedule of them, e.g. DAGMA's central
-        path (1, 0.1, 0.01, 0.001): one path is followed per μ (``paths_``, in the schedule's
-        order), and the selection chooses among the candidate graphs of all of them. A path
-        at μ is in units λ = μ·λ₁ of DAGMA's own ℓ1 weight λ₁.
+    mu : for "dagma", μ of DAGMA's objective (finite, > 0), or a schedule of them: one path is
+        followed per μ (``paths_``, in the schedule's order), and the selection chooses among
+        the candidate graphs of all of them. A path at μ is in units λ = μ·λ₁ of DAGMA's own ℓ1
+        weight λ₁. None (default): DAGMA's central path ``CENTRAL_PATH`` = (1, 0.1, 0.01,
+        0.001, 0.0001), through which each of DAGMA's own fits passes. Ignored by the other
+        formulations.
+
+    What the knobs cost: the time of ``fit`` is the sum of its paths' (one per μ), and a path's
+    grows with its number of knots (edges entering or leaving) and about as d³ per knot. On an
+    ER2 SEM, d = 20, n = 200, one thread: the central path takes tens of seconds and reaches a
+    BIC graph far closer to the truth than the single μ = 1 path (about 2 s), which stops where
+    the likelihood still dominates; ``mu=1.0`` is the cheap preview. A smaller
+    ``lambda_min_ratio`` adds knots at the dense end; a smaller ``max_step`` adds predictor
+    steps between knots (not knots).
     s : DAGMA's log-det parameter (sI − W∘W must stay an M-matrix); finite, > 0.
     rho, alpha : NOTEARS' augmented-Lagrangian weights, fixed along the path; rho finite and
         >= 0, alpha finite.
@@ -74,7 +86,7 @@ class DagFlow(BaseEstimator):
     """
 
     def __init__(self, formulation: str = "dagma", lambda_min_ratio: float | None = None, max_step: float = 0.05,
-                 threshold: float = 0.3, mu: float | tuple = 1.0, s: float = 1.0, rho: float = 1.0,
+                 threshold: float = 0.3, mu: float | tuple | None = None, s: float = 1.0, rho: float = 1.0,
                  alpha: float = 0.0, lambda2: float = 5.0, criterion: str = "bic", min_stability: float = 0.5):
         self.formulation = formulation
         self.lambda_min_ratio = lambda_min_ratio
@@ -92,10 +104,13 @@ class DagFlow(BaseEstimator):
         """Validate the hyper-parameters; the μ schedule as a tuple of floats."""
         if self.formulation not in FORMULATIONS:
             raise ValueError(f"formulation must be 'dagma', 'notears', 'golem' or 'lasso', got {self.formulation!r}")
-        try:
-            mus = tuple(np.atleast_1d(np.asarray(self.mu, dtype=float)).tolist())
-        except (TypeError, ValueError):
-            mus = ()
+        if self.mu is None:
+            mus = CENTRAL_PATH if self.formulation == "dagma" else (1.0,)
+        else:
+            try:
+                mus = tuple(np.atleast_1d(np.asarray(self.mu, dtype=float)).tolist())
+            except (TypeError, ValueError):
+                mus = ()
         if not mus or np.ndim(self.mu) > 1 or not min(mus) > 0 or not np.isfinite(mus).all():
             raise ValueError(f"mu must be a positive finite number or a non-empty schedule of them, got {self.mu!r}")
         if len(mus) > 1 and self.formulation != "dagma":

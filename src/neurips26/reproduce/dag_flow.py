@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neurips26.causal import DagFlow, make_acyclic, select_by_bic
+from neurips26.causal import CENTRAL_PATH, DagFlow, make_acyclic, select_by_bic
 
 from ._common import pyplot
 from ._harness import RunContext
@@ -61,9 +61,9 @@ THRESHOLD = 0.3
 # with the variances (about 350 on SF2 d = 10) and an end at 0.01·λ_max (3.5, against dagma's
 # default λ₁ = 0.02) kept the path and every grid far from the true graph: SHD 16 of 17 edges
 LAMBDA_MIN_RATIO = 1e-4
-# DAGMA's default central path (mu_init = 1, mu_factor = 0.1, T = 5): DAG-flow follows one
-# λ-path per μ of it, as the grid's every fit passes through all of them
-MU_SCHEDULE = (1.0, 0.1, 0.01, 0.001, 0.0001)
+# DAGMA's default central path (mu_init = 1, mu_factor = 0.1, T = 5), DagFlow's default schedule:
+# DAG-flow follows one λ-path per μ of it, as the grid's every fit passes through all of them
+MU_SCHEDULE = CENTRAL_PATH
 
 
 # --- data -----------------------------------------------------------------------------------
