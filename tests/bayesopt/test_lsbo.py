@@ -91,7 +91,32 @@ def test_loop_spends_its_budget_and_improves(arm_codec, kernel, sampler):
                        finetune_every=2, finetune_epochs=1)
     res = bo.run(init, budget=15)
     assert len(calls) == 20 + 15  # exactly the budget, no object evaluated twice
+    assert res.n_evaluations == 15
     assert len(set(calls)) == len(calls)
     assert res.n_proposed >= 15 and len(res.scores) == len(res.objects) <= 35
     start = max(arm_fitness(d) for d in init if not d.startswith("L4"))
     assert res.best[1] >= start and res.best_curve == sorted(res.best_curve)
+
+
+def test_a_run_that_decodes_nothing_new_stops_and_says_how_much_it_spent(arm_codec):
+    codec, designs, _ = arm_codec
+    init = designs[:20]
+
+    class Stuck:  # a codec whose every decode is an object already evaluated
+        latent_dim = codec.latent_dim
+
+        def encode(self, objects):
+            return codec.encode(objects)
+
+        def decode(self, z):
+            return [init[0]] * len(z)
+
+        def fits(self, obj):
+            return True
+
+    calls = []
+    bo = LatentSpaceBO(Stuck(), lambda d: calls.append(d) or arm_fitness(d), batch_size=5, n_candidates=16, seed=0,
+                       finetune_every=0)
+    res = bo.run(init, budget=15)
+    assert res.n_evaluations == 0 and len(calls) == 20  # stopped: nothing new to evaluate, nothing spent
+    assert res.n_duplicates == 10 * 16  # ten stalled rounds of 16 candidates each, then the stop

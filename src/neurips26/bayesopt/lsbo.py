@@ -67,6 +67,9 @@ class LSBOResult:
     n_duplicates: int  # decoded candidates already evaluated
     n_proposed: int
     best_curve: list = field(default_factory=list)  # best score after each batch
+    # objective calls after the initial design: below the budget when the run stopped early
+    # (ten rounds in a row in which nothing new decoded, even at the largest trust region)
+    n_evaluations: int = 0
 
     @property
     def best(self):
@@ -233,7 +236,7 @@ class LatentSpaceBO:
             curve.append(max(scores))
             if progress:
                 progress(used, curve[-1])
-        return LSBOResult(objects, scores, n_invalid, n_dup, n_prop, curve)
+        return LSBOResult(objects, scores, n_invalid, n_dup, n_prop, curve, used)
 
     def _finetune(self, objects, scores):
         """LOL-BO-style: fine-tune the VAE on the evaluated objects, weighted towards the best
