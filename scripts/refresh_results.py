@@ -41,11 +41,12 @@ from neurips26.reproduce._references import compare, jobs_of  # noqa: E402
 def refresh(slug: str, dest: pathlib.Path, jobs: int | None, check: bool = False) -> tuple[float, str]:
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     env.update(pinned_environ(threads=2) or {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"})
+    reference = json.loads((dest / f"{slug}.json").read_text()) if check else None
     with tempfile.TemporaryDirectory(prefix=f"refresh-{slug}-") as out:
         cmd = [sys.executable, "-m", "neurips26.cli", "run", slug, "--quick", "--seed", "0", "--out", out]
         if jobs:
             cmd += ["--jobs", str(jobs)]
-        elif check and jobs_of(reference := json.loads((dest / f"{slug}.json").read_text())):
+        elif reference and jobs_of(reference):
             cmd += ["--jobs", str(jobs_of(reference))]  # as the reference was made
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -56,7 +57,7 @@ def refresh(slug: str, dest: pathlib.Path, jobs: int | None, check: bool = False
             return wall, f"FAILED (exit {proc.returncode}):\n{tail}"
         result = json.loads(produced.read_text())
         if check:
-            problems = compare(json.loads((dest / f"{slug}.json").read_text()), result)
+            problems = compare(reference, result)
             if problems:
                 return wall, "DIFFERS from its reference:\n    " + "\n    ".join(problems[:20])
             return wall, f"matches its reference, run {result['wall_s']:.0f} s"
