@@ -168,10 +168,6 @@ def loglog_slope(curve: np.ndarray) -> float:
     return float(np.polyfit(np.log(t[half][ok]), np.log(curve[half][ok]), 1)[0])
 
 
-def run(ctx: RunContext) -> None:
-    _run(ctx)
-
-
 @dataclass(frozen=True)
 class Problem:
     """One task: every setting (Q, sync/async) and method on one problem draw or seed."""
@@ -200,7 +196,7 @@ def run_problem(task: Problem) -> dict:
     return out
 
 
-def _run(ctx: RunContext) -> None:
+def run(ctx: RunContext) -> None:
     cfg = SIZES[ctx.quick]
     ctx.config.update(cfg | {"methods": list(METHODS), "beta": BETA})
     # problem seeds 1000 * run seed + i: --seed 0 keeps the draws 0, 1, ... and another run seed
