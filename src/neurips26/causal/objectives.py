@@ -2,8 +2,10 @@
 adjacency, zero diagonal; X: n × d, centred by the objective).
 
 Each objective is the smooth part f(W) of min_W f(W) + λ‖W‖₁; the ℓ1 term is left to the
-solver (``path``). Values are computed in float64 torch; gradients, Hessian-vector
-products and Hessians on a support come from autograd on that one definition.
+solver (``path``). Values are computed in float64 torch, once per objective; gradients,
+Hessian-vector products and Hessians on a support are closed forms (``derivatives`` for
+NOTEARS and GOLEM, below for DAGMA), with autograd on that one definition as their reference
+in the tests and as the base class's fallback.
 
 * ``NotearsObjective``: least squares 1/(2n)‖X − XW‖²_F plus NOTEARS' augmented Lagrangian
   α·h(W) + ρ/2·h(W)² at fixed (ρ, α), h(W) = tr(exp(W ∘ W)) − d (Zheng et al. 2018).
@@ -21,6 +23,7 @@ import abc
 import numpy as np
 import torch
 
+from . import derivatives
 from ._checks import check_real
 
 __all__ = ["SEMObjective", "NotearsObjective", "GolemObjective", "DagmaObjective", "notears_h", "dagma_h",
@@ -91,6 +94,7 @@ class SEMObjective(abc.ABC):
         self.offdiag = ~torch.eye(self.d, dtype=torch.bool)
         # work counters, for comparing compute with grid search: gradients, HVPs, support Hessians
         self.calls = {"value": 0, "grad": 0, "hvp": 0, "hessian": 0}
+        self._grad_memo: tuple[bytes, np.ndarray] | None = None
 
     def least_squares(self, W: torch.Tensor) -> torch.Tensor:
         D = torch.eye(self.d, dtype=W.dtype) - W
@@ -111,11 +115,22 @@ class SEMObjective(abc.ABC):
         return float(self._value(self._as_tensor(W)))
 
     def grad(self, W) -> np.ndarray:
-        self.calls["grad"] += 1
-        W = self._as_tensor(W).clone().requires_grad_(True)
+        """∇f(W), diagonal zeroed, as a read-only array. The path asks for the gradient at
+        the point its corrector has just converged to a second time (for its event margins),
+        so the last point's gradient is kept: ``calls["grad"]`` counts evaluations, not asks."""
+        W = self._as_tensor(W).numpy()
+        key = W.tobytes()
+        if self._grad_memo is None or self._grad_memo[0] != key:
+            self.calls["grad"] += 1
+            g = self._grad(W)
+            g.flags.writeable = False
+            self._grad_memo = (key, g)
+        return self._grad_memo[1]
+
+    def _grad(self, W: np.ndarray) -> np.ndarray:
+        W = torch.from_numpy(W).clone().requires_grad_(True)
         (g,) = torch.autograd.grad(self._value(W), W)
-        g = g.masked_fill(~self.offdiag, 0.0)
-        return g.numpy()
+        return g.masked_fill(~self.offdiag, 0.0).numpy()
 
     def hvp(self, W, V) -> np.ndarray:
         self.calls["hvp"] += 1
@@ -155,6 +170,20 @@ class NotearsObjective(SEMObjective):
         h = notears_h(W)
         return self.least_squares(W) + self.alpha * h + 0.5 * self.rho * h * h
 
+    # closed forms (``derivatives``), equal to autograd on ``_value`` to 1e-12 in the tests
+    def _grad(self, W: np.ndarray) -> np.ndarray:
+        return derivatives.notears_grad(self.cov.numpy(), W, self.rho, self.alpha)
+
+    def hvp(self, W, V) -> np.ndarray:
+        self.calls["hvp"] += 1
+        return derivatives.notears_hvp(self.cov.numpy(), self._as_tensor(W).numpy(), self._as_tensor(V).numpy(),
+                                       self.rho, self.alpha)
+
+    def hessian_on(self, W, support: np.ndarray) -> np.ndarray:
+        self.calls["hessian"] += 1
+        return derivatives.notears_hessian_on(self.cov.numpy(), self._as_tensor(W).numpy(), support, self.rho,
+                                              self.alpha)
+
 
 class GolemObjective(SEMObjective):
     name = "golem"
@@ -169,6 +198,18 @@ class GolemObjective(SEMObjective):
         _, logabsdet = torch.linalg.slogdet(torch.eye(self.d, dtype=W.dtype) - W)
         return 0.5 * self.d * torch.log((R * R).sum()) - logabsdet + self.lambda2 * notears_h(W)
 
+    def _grad(self, W: np.ndarray) -> np.ndarray:
+        return derivatives.golem_grad(self.cov.numpy(), W, self.lambda2)
+
+    def hvp(self, W, V) -> np.ndarray:
+        self.calls["hvp"] += 1
+        return derivatives.golem_hvp(self.cov.numpy(), self._as_tensor(W).numpy(), self._as_tensor(V).numpy(),
+                                     self.lambda2)
+
+    def hessian_on(self, W, support: np.ndarray) -> np.ndarray:
+        self.calls["hessian"] += 1
+        return derivatives.golem_hessian_on(self.cov.numpy(), self._as_tensor(W).numpy(), support, self.lambda2)
+
 
 class DagmaObjective(SEMObjective):
     name = "dagma"
@@ -178,6 +219,7 @@ class DagmaObjective(SEMObjective):
         check_real("mu", mu, low=0.0, low_open=True)
         check_real("s", s, low=0.0, low_open=True)
         self.mu, self.s = float(mu), float(s)
+        self._inverse_memo: tuple[bytes, np.ndarray, bool] | None = None
 
     def _value(self, W):
         return self.mu * self.least_squares(W) + dagma_h(W, self.s)
@@ -185,21 +227,36 @@ class DagmaObjective(SEMObjective):
     # Closed-form derivatives (autograd on ``_value`` is the reference in the tests). With
     # N = (sI − W∘W)⁻¹:  ∇h_s = 2 W ∘ Nᵀ,  ∂²h_s/∂w_ij∂w_kl = 2 δ_(ij),(kl) N_ji + 4 w_ij w_kl N_jk N_li,
     # and the least-squares part has gradient −C(I − W) and Hessian C_ik δ_jl (C the covariance).
-    def _inverse_m(self, W: np.ndarray) -> np.ndarray:
-        return np.linalg.inv(self.s * np.eye(self.d) - W * W)
+    def _inverse_m(self, W: np.ndarray) -> tuple[np.ndarray, bool]:
+        """(N, inside): N = (sI − W∘W)⁻¹, and whether sI − W∘W is a nonsingular M-matrix
+        (DAGMA's domain). The path asks for the domain, the gradient and the support Hessian
+        at the same point several times over, so the last point's answer is kept.
 
-    def grad(self, W) -> np.ndarray:
-        self.calls["grad"] += 1
-        W = self._as_tensor(W).numpy()
+        sI − W∘W is a Z-matrix (off-diagonal entries ≤ 0), and a Z-matrix is a nonsingular
+        M-matrix exactly when it is inverse-positive, N ≥ 0 entrywise (Berman & Plemmons,
+        Nonnegative Matrices, thm 6.2.3, N38): the one LU that gives N decides the domain,
+        where a spectral radius needed an eigenvalue solve of its own. Entries N_ij that are
+        0 in exact arithmetic (no path between i and j in W's graph) come out as round-off,
+        hence the relative tolerance; outside the domain N has negative entries of the order
+        of 1/|s − ρ(W∘W)| or more on the offending strongly connected component. A singular
+        sI − W∘W raises numpy's LinAlgError, as the derivatives are undefined there."""
+        key = W.tobytes()
+        if self._inverse_memo is None or self._inverse_memo[0] != key:
+            N = np.linalg.inv(self.s * np.eye(self.d) - W * W)
+            inside = bool(np.isfinite(N).all() and N.min() >= -1e-10 * np.abs(N).max() and (np.diagonal(N) > 0).all())
+            self._inverse_memo = (key, N, inside)
+        return self._inverse_memo[1], self._inverse_memo[2]
+
+    def _grad(self, W: np.ndarray) -> np.ndarray:
         C = self.cov.numpy()
-        g = -self.mu * C @ (np.eye(self.d) - W) + 2.0 * W * self._inverse_m(W).T
+        g = -self.mu * C @ (np.eye(self.d) - W) + 2.0 * W * self._inverse_m(W)[0].T
         np.fill_diagonal(g, 0.0)
         return g
 
     def hvp(self, W, V) -> np.ndarray:
         self.calls["hvp"] += 1
         W, V = self._as_tensor(W).numpy(), self._as_tensor(V).numpy()
-        N = self._inverse_m(W)
+        N = self._inverse_m(W)[0]
         hv = self.mu * self.cov.numpy() @ V + 2.0 * V * N.T + 4.0 * W * (N @ (W * V) @ N).T
         np.fill_diagonal(hv, 0.0)
         return hv
@@ -207,16 +264,20 @@ class DagmaObjective(SEMObjective):
     def hessian_on(self, W, support: np.ndarray) -> np.ndarray:
         self.calls["hessian"] += 1
         W = self._as_tensor(W).numpy()
-        N = self._inverse_m(W)
+        N = self._inverse_m(W)[0]
         i, j = support[:, 0], support[:, 1]
         same_col = j[:, None] == j[None, :]
         H = self.mu * self.cov.numpy()[np.ix_(i, i)] * same_col
         w = W[i, j]
-        H += 4.0 * np.outer(w, w) * N[np.ix_(j, i)] * N[np.ix_(j, i)].T  # N_jk N_li with (k, l) the column pair
+        P = N[np.ix_(j, i)]
+        H += 4.0 * np.outer(w, w) * P * P.T  # N_jk N_li with (k, l) the column pair
         H[np.arange(len(i)), np.arange(len(i))] += 2.0 * N[j, i]
         return H
 
     def in_domain(self, W) -> bool:
-        """sI − W∘W is an M-matrix: spectral radius of W∘W below s."""
-        A = np.asarray(W, dtype=np.float64) ** 2
-        return bool(np.max(np.abs(np.linalg.eigvals(A))) < self.s)
+        """sI − W∘W is a nonsingular M-matrix (spectral radius of W∘W below s), decided by
+        the inverse-positivity of sI − W∘W (``_inverse_m``)."""
+        try:
+            return self._inverse_m(np.asarray(W, dtype=np.float64))[1]
+        except np.linalg.LinAlgError:  # singular: on the domain's boundary, not inside it
+            return False

@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.linalg.lapack import dpotrf, dpotrs
 
 from ._checks import check_int, check_real, check_square
 from .graphs import is_acyclic
@@ -111,30 +112,47 @@ class RegularizationPath:
 
 
 def _correct(objective: SEMObjective, W: np.ndarray, A: np.ndarray, s: np.ndarray, lam: float,
-             tol: float, max_iter: int = 50) -> tuple[np.ndarray, bool]:
-    """Newton on ∇_A f(W) + λ s_A = 0 with W zero off A; (W, converged)."""
+             tol: float, max_iter: int = 50, factor=None) -> tuple[np.ndarray, bool]:
+    """Newton on ∇_A f(W) + λ s_A = 0 with W zero off A; (W, converged).
+
+    With a ``factor`` (``_factor_definite`` of H_AA at a nearby point: the step's start) the
+    iteration is the chord method: every step solves with that one factor, two triangular
+    solves instead of a Hessian build and an LU per iteration. It converges linearly at a
+    rate of about ‖I − H_start⁻¹ H‖, small over a predictor step; where it contracts the
+    residual by less than half, or its direction does not decrease it at all, the iteration
+    goes on with fresh Hessians (Newton), so a far start still converges as before."""
     W = W.copy()
+    rows, cols = A[:, 0], A[:, 1]
+    F = objective.grad_on(W, A) + lam * s
     for _ in range(max_iter):
-        F = objective.grad_on(W, A) + lam * s
-        if np.max(np.abs(F)) <= tol:
+        if np.max(np.abs(F)) <= (tol if factor is None else 1e-2 * tol):
             return W, True
-        H = objective.hessian_on(W, A)
-        try:
-            step = np.linalg.solve(H, F)
-        except np.linalg.LinAlgError:
-            return W, False
+        if factor is not None:
+            step = _solve_factored(factor, F)
+        else:
+            try:
+                step = np.linalg.solve(objective.hessian_on(W, A), F)
+            except np.linalg.LinAlgError:
+                return W, False
         # backtrack on the residual so that a far start does not overshoot
-        t, base = 1.0, np.linalg.norm(F)
+        t, base, W_try = 1.0, np.linalg.norm(F), None
         while True:
-            if t < 1e-6:  # no decrease along the Newton direction: round-off floor, or a singular H
+            if t < 1e-6:  # no decrease along the direction: a stale chord, round-off floor, or a singular H
+                if factor is not None:
+                    W_try = None
+                    break
                 return W, bool(np.max(np.abs(F)) <= 1e3 * tol)
             W_try = W.copy()
-            W_try[A[:, 0], A[:, 1]] -= t * step
-            if _in_domain(objective, W_try) and np.linalg.norm(objective.grad_on(W_try, A) + lam * s) < base:
-                break
+            W_try[rows, cols] -= t * step
+            if _in_domain(objective, W_try):
+                F_try = objective.grad_on(W_try, A) + lam * s
+                if np.linalg.norm(F_try) < base:
+                    break
             t /= 2
-        W = W_try
-    F = objective.grad_on(W, A) + lam * s
+        if W_try is None or np.linalg.norm(F_try) > 0.5 * base:
+            factor = None  # the chord contracts too slowly: Newton from here on
+        if W_try is not None:
+            W, F = W_try, F_try
     return W, bool(np.max(np.abs(F)) <= 1e3 * tol)
 
 
@@ -214,14 +232,18 @@ def _follow_path(objective, lambda_min_ratio, max_step, tol, max_knots, threshol
     stopped = "end"
     fold_pending = False
     h_max = max_step * lam_max
+    carried = None  # the Cholesky factor of H_AA at the current W, from the previous step's fold test
     while lam > lam_min + 1e-15 * lam_max and len(lambdas) < max_knots:
         A, s = edges[in_A], sign[in_A]
         inactive = edges[~in_A]
+        factor, carried = carried, None
         if len(A) == 0:  # everything left: continue to the next entry
             dW = np.zeros(0)
         else:
-            H = objective.hessian_on(W, A)
-            if fold_pending or not _positive_definite(H):
+            if factor is None and not fold_pending:
+                factor = _factor_definite(objective.hessian_on(W, A))
+            if fold_pending or factor is None:
+                H = objective.hessian_on(W, A)
                 # the branch of minima ends here: jump to the neighbouring local minimum
                 fold_pending = False
                 lam_past = max(lam - 1e-4 * lam_max, lam_min)
@@ -239,7 +261,7 @@ def _follow_path(objective, lambda_min_ratio, max_step, tol, max_knots, threshol
                 lambdas.append(lam)
                 weights.append(W.copy())
                 continue
-            dW = -np.linalg.solve(H, s)  # dW_A / dλ
+            dW = -_solve_factored(factor, s)  # dW_A / dλ
         V = np.zeros((d, d))
         if len(A):
             V[A[:, 0], A[:, 1]] = dW
@@ -274,7 +296,7 @@ def _follow_path(objective, lambda_min_ratio, max_step, tol, max_knots, threshol
                 W_p[A[:, 0], A[:, 1]] = wA - dl * dW
             if not _in_domain(objective, W_p):
                 return None
-            Wc, ok = _correct(objective, W_p, A, s, lam - dl, tol) if len(A) else (W_p, True)
+            Wc, ok = _correct(objective, W_p, A, s, lam - dl, tol, factor=factor) if len(A) else (W_p, True)
             if not ok or not _in_domain(objective, Wc):
                 return None
             # the classical continuation test: a corrector that has to move further than half
@@ -328,7 +350,8 @@ def _follow_path(objective, lambda_min_ratio, max_step, tol, max_knots, threshol
         elif hit:  # refine the predicted event's location on the corrected path (secant)
             k_ev, delta, W_new, g_new, hit = _refine(objective, W, A, s, inactive, lam, k_ev, delta, W_new,
                                                      corrected, tol, lam_max)
-        if len(A) and not _positive_definite(objective.hessian_on(W_new, A)):
+        factor_new = _factor_definite(objective.hessian_on(W_new, A)) if len(A) else None
+        if len(A) and factor_new is None:
             # H_AA lost definiteness within the step (a fold): bisect to its last definite point
             lo_d, hi_d, W_lo = 0.0, delta, W
             while hi_d - lo_d > 1e-9 * lam_max:
@@ -343,6 +366,8 @@ def _follow_path(objective, lambda_min_ratio, max_step, tol, max_knots, threshol
         lam -= delta
         W = W_new
         g = g_new
+        if not hit and not fold_pending:  # same support at the new W: its factor serves the next step
+            carried = factor_new
         if hit:
             n_act = len(A)
             if k_ev < n_act:  # leave
@@ -365,8 +390,30 @@ def _follow_path(objective, lambda_min_ratio, max_step, tol, max_knots, threshol
     return RegularizationPath(np.array(lambdas), np.array(weights), events, stopped)
 
 
+def _factor_definite(H: np.ndarray):
+    """A lower Cholesky factor of H − εI when H's smallest eigenvalue
+    exceeds ε = 1e-12·max(1, max|H|), else None: the definiteness test and the factor the
+    tangent and the chord corrector solve with, from one O(k³/3) factorization instead of an
+    eigenvalue solve and an LU. (Solving with H − εI instead of H errs by ε‖H⁻¹‖ relatively:
+    negligible for the tangent, and the corrector converges to the exact root either way.)"""
+    if not np.isfinite(H).all():
+        return None
+    eps = 1e-12 * max(1.0, np.abs(H).max())
+    # LAPACK directly: scipy's cho_factor / cho_solve wrappers cost more than the
+    # factorization itself at these sizes, and the path calls them tens of thousands of times
+    L, info = dpotrf(0.5 * (H + H.T) - eps * np.eye(len(H)), lower=1, clean=0)
+    return L if info == 0 else None
+
+
+def _solve_factored(L: np.ndarray, b: np.ndarray) -> np.ndarray:
+    x, info = dpotrs(L, b, lower=1)
+    if info != 0:
+        raise ValueError(f"dpotrs: illegal argument {-info}")
+    return x
+
+
 def _positive_definite(H: np.ndarray) -> bool:
-    return bool(np.linalg.eigvalsh(0.5 * (H + H.T)).min() > 1e-12 * max(1.0, np.abs(H).max()))
+    return _factor_definite(H) is not None
 
 
 def _l1_objective(objective, W, lam) -> float:
