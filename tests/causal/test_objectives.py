@@ -50,6 +50,8 @@ def test_dagma_closed_form_derivatives_equal_autograd(mu, s):
     W, V = small_W(d=5, seed=4, scale=0.25), small_W(d=5, seed=5, scale=1.0)
     support = np.argwhere(~np.eye(5, dtype=bool))[::2]
     assert np.abs(obj.grad(W) - SEMObjective._grad(obj, W)).max() < 1e-12  # the base's _grad: autograd
+    assert abs(obj.value(W) - SEMObjective.value(obj, W)) < 1e-12  # the base's value: torch on _value
+    assert obj.value(3.0 * np.ones((5, 5)) - 3.0 * np.eye(5)) == np.inf == SEMObjective.value(obj, 3.0 * np.ones((5, 5)))
     assert np.abs(obj.hvp(W, V) - SEMObjective.hvp(obj, W, V)).max() < 1e-12
     assert np.abs(obj.hessian_on(W, support) - SEMObjective.hessian_on(obj, W, support)).max() < 1e-12
 
@@ -119,3 +121,30 @@ def test_bad_data_is_refused_with_a_reason():
         DagmaObjective(X[:, :1])
     with pytest.raises(ValueError, match=r"\(4, 4\)"):
         NotearsObjective(X).value(np.zeros((3, 3)))
+
+
+def test_dagma_domain_test_by_inverse_positivity_equals_the_spectral_radius_test():
+    """in_domain decides sI − W∘W's M-matrix property from its inverse (N ≥ 0); the reference is
+    the definition, spectral radius ρ(W∘W) < s, on random W scaled to ρ within ±5 % of s, on
+    graphs with and without cycles (a DAG's W∘W is nilpotent: always inside) and on reducible
+    ones (one strongly connected component past s, another far inside)."""
+    rng = np.random.default_rng(0)
+    d, s = 7, 1.0
+    obj = DagmaObjective(data(d=d), s=s)
+    agree = 0
+    for trial in range(600):
+        W = rng.normal(size=(d, d)) * (rng.random((d, d)) < rng.uniform(0.2, 0.8))
+        np.fill_diagonal(W, 0)
+        if trial % 3 == 1:  # reducible: the first 3 nodes never reach the others' cycle
+            W[3:, :3] = 0
+        rho = np.abs(np.linalg.eigvals(W * W)).max()
+        if rho == 0:  # acyclic
+            assert obj.in_domain(W)
+            continue
+        W *= np.sqrt(rng.uniform(0.95, 1.05) * s / rho)
+        rho = np.abs(np.linalg.eigvals(W * W)).max()
+        if abs(rho - s) < 1e-9:
+            continue
+        assert obj.in_domain(W) == (rho < s), (trial, rho)
+        agree += 1
+    assert agree > 300

@@ -495,18 +495,38 @@ def local_minimum(objective: SEMObjective, W0: np.ndarray, lam: float, tol: floa
         return value, np.concatenate([((g + lam) * off).ravel(), ((-g + lam) * off).ravel()])
 
     z0 = np.concatenate([np.maximum(W0, 0).ravel(), np.maximum(-W0, 0).ravel()])
-    res = minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=[(0, None)] * (2 * d * d),
+    # L-BFGS-B only has to find the support and signs: Newton on that support (``_polish``)
+    # then converges to ``tol`` in a few steps, and its result is accepted only as a strict
+    # local minimum (signs, inactive gradients, definite H_AA). At small μ this problem is badly
+    # conditioned and L-BFGS-B took 300-1700 iterations to its tolerance, most of them on the
+    # last digits of a support it had found long before: so every ``POLISH_EVERY`` iterations
+    # a short polish (8 Newton steps: from the right support it converges in 3-5) is tried on its
+    # iterate (exact zeros where it sits on a bound), and the first one accepted ends the descent
+    found, iterations = [], [0]
+
+    def try_polish(intermediate_result):
+        iterations[0] += 1
+        if iterations[0] % POLISH_EVERY == 0:
+            W = _polish(objective, split(intermediate_result.x), lam, tol, max_iter=8)
+            if W is not None:
+                found.append(W)
+                raise StopIteration
+
+    res = minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=[(0, None)] * (2 * d * d), callback=try_polish,
                    options={"ftol": 1e-16, "gtol": 1e-12, "maxiter": max_iter, "maxcor": 30})
-    return _polish(objective, split(res.x), lam, tol)
+    return found[0] if found else _polish(objective, split(res.x), lam, tol)
 
 
-def _polish(objective, W, lam, tol):
+POLISH_EVERY = 50  # L-BFGS-B iterations between tries of the Newton polish in ``local_minimum``
+
+
+def _polish(objective, W, lam, tol, max_iter=50):
     A = np.argwhere(W != 0)
     if len(A) == 0:
         g = objective.grad(W)
         return W if np.abs(g).max() <= lam + 1e3 * tol else None
     s = np.sign(W[A[:, 0], A[:, 1]])
-    Wc, ok = _correct(objective, W, A, s, lam, tol)
+    Wc, ok = _correct(objective, W, A, s, lam, tol, max_iter=max_iter)
     if not ok or not _in_domain(objective, Wc) or (s * Wc[A[:, 0], A[:, 1]] <= 0).any():
         return None
     g = objective.grad(Wc)
