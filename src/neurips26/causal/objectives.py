@@ -2,7 +2,8 @@
 adjacency, zero diagonal; X: n × d, centred by the objective).
 
 Each objective is the smooth part f(W) of min_W f(W) + λ‖W‖₁; the ℓ1 term is left to the
-solver (``path``). Values are computed in float64 torch, once per objective; gradients,
+solver (``path``). Values are defined in float64 torch, once per objective (DAGMA's is also
+evaluated in closed form, for speed); gradients,
 Hessian-vector products and Hessians on a support are closed forms (``derivatives`` for
 NOTEARS and GOLEM, below for DAGMA), with autograd on that one definition as their reference
 in the tests and as the base class's fallback.
@@ -225,8 +226,10 @@ class DagmaObjective(SEMObjective):
         return self.mu * self.least_squares(W) + dagma_h(W, self.s)
 
     def value(self, W) -> float:
-        """f(W) in closed form, +inf outside the domain (as ``dagma_h``): the fold jumps' descents
-        evaluate it tens of thousands of times, where a torch graph cost more than the LU."""
+        """f(W) in closed form, +inf outside the domain (where sI − W∘W is not a nonsingular
+        M-matrix; the torch ``dagma_h`` gives inf only where its determinant is <= 0, a
+        subset). The fold jumps' descents evaluate it tens of thousands of times, where a
+        torch graph cost more than the LU."""
         self.calls["value"] += 1
         W = self._as_tensor(W).numpy()
         try:
@@ -258,7 +261,13 @@ class DagmaObjective(SEMObjective):
         key = W.tobytes()
         if self._inverse_memo is None or self._inverse_memo[0] != key:
             N = np.linalg.inv(self.s * np.eye(self.d) - W * W)
-            inside = bool(np.isfinite(N).all() and N.min() >= -1e-10 * np.abs(N).max() and (np.diagonal(N) > 0).all())
+            N.flags.writeable = False
+            top = np.abs(N).max()
+            inside = bool(np.isfinite(N).all() and N.min() >= -1e-10 * top and (np.diagonal(N) > 0).all())
+            if inside and N.min() < 0 or not inside and np.isfinite(N).all() and N.min() > -1e-6 * top:
+                # round-off in the zero entries grows as cond(sI − W∘W): within 1e-6 of the
+                # boundary the sign test is ambiguous, and the spectral radius decides
+                inside = bool(np.abs(np.linalg.eigvals(W * W)).max() < self.s)
             self._inverse_memo = (key, N, inside)
         return self._inverse_memo[1], self._inverse_memo[2]
 

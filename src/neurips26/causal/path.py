@@ -6,8 +6,9 @@ W_A(λ) smoothly wherever H_AA = ∇²_AA f is nonsingular, with (implicit funct
 
     dW_A/dλ = −H_AA⁻¹ s_A.
 
-Each step takes an Euler predictor along it and a Newton corrector back onto the
-stationarity condition at the new λ. The step is limited by ``max_step`` (a fraction of
+Each step takes an Euler predictor along it and a corrector back onto the stationarity
+condition at the new λ: the chord method on the Cholesky factor of H_AA at the step's start
+(the factor the tangent and the definiteness test use too), Newton where the chord stalls. The step is limited by ``max_step`` (a fraction of
 λ_max) and by the first event predicted by linearization:
 
 * leave: an active W_a reaches 0 (the edge leaves the support);
@@ -139,6 +140,8 @@ def _correct(objective: SEMObjective, W: np.ndarray, A: np.ndarray, s: np.ndarra
         while True:
             if t < 1e-6:  # no decrease along the direction: a stale chord, round-off floor, or a singular H
                 if factor is not None:
+                    if np.max(np.abs(F)) <= tol:  # the chord's tighter target sits below round-off here
+                        return W, True
                     W_try = None
                     break
                 return W, bool(np.max(np.abs(F)) <= 1e3 * tol)
@@ -394,8 +397,9 @@ def _factor_definite(H: np.ndarray):
     """A lower Cholesky factor of H − εI when H's smallest eigenvalue
     exceeds ε = 1e-12·max(1, max|H|), else None: the definiteness test and the factor the
     tangent and the chord corrector solve with, from one O(k³/3) factorization instead of an
-    eigenvalue solve and an LU. (Solving with H − εI instead of H errs by ε‖H⁻¹‖ relatively:
-    negligible for the tangent, and the corrector converges to the exact root either way.)"""
+    eigenvalue solve and an LU. (Solving with H − εI instead of H errs by about ε‖H⁻¹‖
+    relatively: negligible away from folds; within a few ε of one the tangent is off by O(1),
+    which only costs corrector iterations, as the corrector converges to the exact root.)"""
     if not np.isfinite(H).all():
         return None
     eps = 1e-12 * max(1.0, np.abs(H).max())
@@ -467,9 +471,11 @@ def local_minimum(objective: SEMObjective, W0: np.ndarray, lam: float, tol: floa
 
     The ℓ1 problem is solved as the smooth bound-constrained one in W = P − M, P, M ≥ 0, by
     L-BFGS-B (points outside DAGMA's domain get an infinite value, so the line search
-    backtracks); its support is then polished by Newton on the stationarity condition
-    (``_correct``) to ``tol``. Accepted when the signs hold, every inactive gradient has
-    |∂f| ≤ λ and H_AA is positive definite; None otherwise. ``W0``: a finite (d, d) array;
+    backtracks); its support is polished by Newton on the stationarity condition
+    (``_correct``) to ``tol``, every ``POLISH_EVERY`` iterations (8 Newton steps) and once
+    more after L-BFGS-B stops. The first polished point accepted is returned: the signs hold,
+    every inactive gradient has |∂f| ≤ λ and H_AA is positive definite (a strict local
+    minimum, though not necessarily the one L-BFGS-B would have ended at); None otherwise. ``W0``: a finite (d, d) array;
     ``lam`` finite and >= 0; ``tol`` finite and > 0; ``max_iter`` an integer >= 1."""
     from scipy.optimize import minimize
 
