@@ -34,6 +34,19 @@ def test_auc_experiment_contract(monkeypatch, tmp_path):
     for c in (a1, b1):
         lo, hi = c["ci"]
         assert c["verdict"] == ("holds" if lo > 0 else "does not hold" if hi < 0 else "inconclusive")
+    # (a) against AUCM + PESG: a non-inferiority margin of AUC_MARGIN, paired over the same runs
+    a2 = res["claims"][1]
+    assert a2["margin"] == -exp_mod.AUC_MARGIN and a2["baseline_seeds"] == m["test_auc"]["breast_cancer5/mlp/aucm_pesg"]["per_seed"]
+    lo, hi = a2["ci"]
+    assert a2["verdict"] == ("holds" if lo > -exp_mod.AUC_MARGIN else "does not hold" if hi < -exp_mod.AUC_MARGIN
+                             else "inconclusive")
+    # (b) degeneracy: per run, paired; runs without severe test pairs (or an undefined index) are left out
+    b2, dg = res["claims"][3], m["diagnostics"]
+    assert b2["ours_seeds"] == dg["sq_hinge"]["degeneracy_main_runs"]
+    assert b2["baseline_seeds"] == dg["ce→sq_hinge"]["degeneracy_main_runs"]
+    out_runs = [a < 0 or b < 0 or s <= 0 for a, b, s in zip(b2["ours_seeds"], b2["baseline_seeds"],
+                                                             dg["sq_hinge"]["severe_test_runs"])]
+    assert b2["n_capped"] == sum(out_runs) and b2["n"] == len(out_runs) - sum(out_runs)
     for meth, d in m["diagnostics"].items():
         assert all(0 <= v <= 1 or v == -1 for v in d["degeneracy_curve"]), meth
         assert 0 <= d["severe_end"] <= 1 and len(d["strength_end"]) == len(exp_mod.SEVERITY_BINS) - 1

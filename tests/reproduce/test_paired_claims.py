@@ -94,7 +94,9 @@ def test_capped_seeds_are_left_out_and_all_capped_is_not_tested():
     rec = vars(ctx.claims[0])
     assert rec["n"] == 3 and rec["n_capped"] == 2
     assert rec["ci"] == pytest.approx(list(stats.ttest_rel([20, 21, 19], [12, 14, 11]).confidence_interval()))
-    assert rec["ours"] == pytest.approx(np.mean([25, 25, 12, 14, 11]))  # the means are over every seed
+    # the shown means are over the pairs the interval uses; the per-seed lists keep every seed
+    assert rec["ours"] == pytest.approx(np.mean([12, 14, 11])) and rec["baseline"] == pytest.approx(20.0)
+    assert rec["ours_seeds"] == [25, 25, 12, 14, 11] and rec["baseline_seeds"] == [25, 25, 20, 21, 19]
     assert ctx.compare("all capped", [25, 25, 25], [25, 25, 25], capped=np.array([True, True, True])) == "not tested"
     assert ctx.compare("one left", [25, 25, 3], [25, 25, 5], capped=[True, True, False]) == "not tested"
     last = vars(ctx.claims[-1])

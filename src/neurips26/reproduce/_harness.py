@@ -251,7 +251,9 @@ class RunContext:
 
         ``capped[i]`` True marks a seed where both sides hit a cap (budget, time-out, clipping): it says
         nothing about which is better and is left out of the comparison; with fewer than 2 seeds left
-        the claim is ``not tested``. Needs at least 2 seeds; every value must be finite."""
+        the claim is ``not tested``. The recorded ``ours`` and ``baseline`` are the means over the
+        seeds the interval uses (over every seed when all are capped); ``ours_seeds`` and
+        ``baseline_seeds`` keep every seed. Needs at least 2 seeds; every value must be finite."""
         if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin):
             raise ValueError(f"margin must be a finite number, got {margin!r}")
         a, b = _finite_series("ours", ours), _finite_series("baseline", baseline)
@@ -270,7 +272,11 @@ class RunContext:
         if len(a) < 2:
             raise ValueError(f"a paired comparison needs at least 2 seeds (values per side), got {len(a)}")
         mean_of = lambda v: math.fsum(v) / len(v)  # noqa: E731
-        record = dict(claim=claim, ours=mean_of(a), baseline=mean_of(b), holds=None, n=len(keep),
+        # the means shown beside the verdict are over the pairs the interval uses: a capped seed's figure
+        # (a budget, an edge of a grid) would otherwise move the shown mean where the verdict ignores it
+        shown = keep or list(range(len(a)))
+        record = dict(claim=claim, ours=mean_of([a[i] for i in shown]), baseline=mean_of([b[i] for i in shown]),
+                      holds=None, n=len(keep),
                       n_capped=len(a) - len(keep), better=better, margin=float(margin), level=float(level),
                       ours_seeds=a, baseline_seeds=b)
         if len(keep) < 2:

@@ -414,6 +414,7 @@ def _summarize(runs, out, text_runs, tout) -> dict:
         mu, sd = _mean_sd(per_seed)
         overall[meth] = dict(mean=mu, sd=sd, per_seed=per_seed)
     diag = {}
+    order = [(t, m, s) for t, m in settings for s in seeds]  # the runs, in the order the claims pair them
     for meth in METHODS:
         curves = [c for c in (by[(t, m, meth, s)]["curve"] for t, m in settings for s in seeds) if c]
         main = [[p for p in c if p["phase"] == "main"] for c in curves]
@@ -427,6 +428,9 @@ def _summarize(runs, out, text_runs, tout) -> dict:
             degeneracy_end=_defined_mean(c[-1]["degeneracy"] for c in curves),
             severe_end=float(np.mean([c[-1]["severe"] for c in curves])),
             severe_test=float(np.mean([by[(t, m, meth, s)]["severe_test"] for t, m in settings for s in seeds])),
+            degeneracy_main_runs=[_defined_mean(p["degeneracy"] for p in by[(t, m, meth, s)]["curve"]
+                                                if p["phase"] == "main") for t, m, s in order],
+            severe_test_runs=[float(by[(t, m, meth, s)]["severe_test"]) for t, m, s in order],
             strength_end=_bin_mean(curves, "strength"), reliability_end=_bin_mean(curves, "reliability"),
             count_end=[float(np.sum([c[-1]["count"][b] for c in curves])) for b in range(len(SEVERITY_BINS) - 1)],
         )
@@ -444,6 +448,9 @@ def _summarize(runs, out, text_runs, tout) -> dict:
         text[f"{enc}/gain"] = dict(mean=mu, sd=sd, per_seed=gains)
     return dict(settings=[f"{t}/{m}" for t, m in settings], table=table, overall=overall, diag=diag, text=text,
                 text_encoders=encoders, lexnames=lexes, seeds=seeds, n_epochs=len(runs and out[0]["curve"]))
+
+
+AUC_MARGIN = 0.01  # claim (a) against AUCM + PESG: "as good as" read as no worse by more than 0.01 test AUC
 
 
 def _defined_mean(values) -> float:
@@ -480,19 +487,24 @@ def _record(ctx: RunContext, S: dict) -> None:
     ctx.compare(f"(a) squared hinge has the highest mean test AUC among the pairwise surrogates (vs the best other, "
                 f"{best_other}; paired over {', '.join(S['settings'])} × {len(S['seeds'])} seeds)",
                 pairs("sq_hinge"), pairs(best_other), better="higher")
-    au = ov["aucm_pesg"]
-    ctx.claim("(a) squared hinge is within 1 sd (over seeds) of, or above, LibAUC's AUCM + PESG",
-              sq["mean"], au["mean"], bool(sq["mean"] >= au["mean"] - max(sq["sd"], au["sd"])))
+    ctx.compare(f"(a) squared hinge is no worse than LibAUC's AUCM + PESG by more than {AUC_MARGIN:g} test AUC "
+                "(paired over settings × seeds)", pairs("sq_hinge"), pairs("aucm_pesg"), better="higher",
+                margin=-AUC_MARGIN)
     wu = ov["ce→sq_hinge"]
     ctx.compare("(b) from random init, CE warm-up → squared hinge beats squared hinge alone (test AUC, paired over "
                 "settings × seeds)", pairs("ce→sq_hinge"), pairs("sq_hinge"), better="higher")
     d_sq, d_wu = diag["sq_hinge"], diag["ce→sq_hinge"]
-    ctx.claim("(b) the runs without warm-up show a higher degeneracy index over the pairwise phase while severe "
-              f"errors remain (severe-pair fraction s > 1 on the test sets at the end: {d_sq['severe_test']:.4f} "
-              f"without, {d_wu['severe_test']:.4f} with warm-up; on the training probes {d_sq['severe_end']:.4f} "
-              f"and {d_wu['severe_end']:.4f})",
-              d_sq["degeneracy_main"], d_wu["degeneracy_main"],
-              bool(d_sq["degeneracy_main"] > d_wu["degeneracy_main"] and d_sq["severe_test"] > 0))
+    deg_sq, deg_wu = d_sq["degeneracy_main_runs"], d_wu["degeneracy_main_runs"]
+    # the prediction is about a stall while severe errors remain: a run whose no-warm-up model leaves no
+    # severely mis-ordered test pair, or where either index is undefined (−1: no gradient variance), says
+    # nothing about it and is left out
+    left_out = [a < 0 or b < 0 or s <= 0 for a, b, s in zip(deg_sq, deg_wu, d_sq["severe_test_runs"])]
+    ctx.compare("(b) the runs without warm-up show a higher degeneracy index over the pairwise phase while severe "
+                "errors remain (paired over settings × seeds; a run without severe test pairs s > 1 left at the end "
+                f"without warm-up, or with an undefined index, is left out; severe-pair fraction on the test sets at "
+                f"the end: {d_sq['severe_test']:.4f} without, {d_wu['severe_test']:.4f} with warm-up; on the training "
+                f"probes {d_sq['severe_end']:.4f} and {d_wu['severe_end']:.4f})",
+                deg_sq, deg_wu, better="higher", capped=left_out)
     if not text:
         ctx.claim("(c) LoRA from the pretrained MiniLM gains less from CE warm-up than the same model from scratch "
                   "(not tested: WordNet missing)", float("nan"), float("nan"), None)

@@ -66,7 +66,10 @@ FAIL = 0.5        # claim (2): a baseline fails to descend when final >= FAIL * 
 SLOPE_T = -0.9    # claim (4)
 TOL_B = 0.15      # claim (3): slope -1 +- TOL_B
 LEVEL = 0.95      # every claim's interval: two-sided 95 %
-STOPPED_LOG10 = math.log10(np.finfo(float).max)  # log10 of final/initial for a run stopped by a non-finite value
+# log10 of final/initial for a run stopped by a non-finite value: it did not descend, so it counts as the
+# initial value (0). A larger sentinel (log10 of the largest double, 308) made one stopped seed swamp the
+# interval of a mean over three seeds and left a plain failure "inconclusive".
+STOPPED_LOG10 = 0.0
 DT = torch.float64
 
 
@@ -469,7 +472,7 @@ def _record_runs(ctx, S, runs) -> dict:
 
 def _log_ratio(r: dict) -> float:
     """log10 of final / initial reference gradient mapping; a run stopped by a non-finite value counts
-    as log10 of the largest double (it did not descend)."""
+    as STOPPED_LOG10 = 0 (it did not descend)."""
     v = _ratio(r)
     return math.log10(v) if math.isfinite(v) and v > 0 else STOPPED_LOG10
 
