@@ -98,3 +98,16 @@ def test_fit_slope_recovers_a_power_law():
     samples = [np.exp(rng.normal(0, 0.01, 30)) / xi for xi in x]
     s, lo, hi = exp_mod.fit_slope(x, samples, 200, rng)
     assert abs(s + 1) < 0.01 and lo <= s <= hi
+
+
+def test_inner_step_follows_the_lower_smoothness_at_each_outer_iterate():
+    """lr_y (and Neumann's γ) is 1/L(x_k), re-read every outer step: on Stiefel seed 1 L jumps from 0.064
+    at x0 to ~0.39 after one outer step, and with lr_y = 1/L(x0) every estimator diverged within 4 steps."""
+    size = exp_mod.SIZES[True]["stiefel"]
+    P = exp_mod.build("stiefel", 1, size)
+    for est in ("clipped (ours)", "Neumann"):
+        out = exp_mod.run_task(exp_mod.RunTask("stiefel", size, est, 1, 6, 20))
+        assert out["failed_at"] is None and len(out["gm"]) == 6, (est, out["failure"])
+        L = out["lower_L"]
+        assert L[0] == pytest.approx(P.L, rel=1e-12) and L[1] > 5 * L[0]
+        assert all(math.isfinite(v) for v in out["gm"]) and out["gm"][-1] < out["gm"][0]

@@ -48,8 +48,8 @@ SIZES = {
                 batches=[8, 16, 32, 64, 128, 256, 512], reps=200, boot=2000, Ts=[10, 20, 40, 80, 160, 320, 500]),
 }
 DELTA = 1e-3      # the clipping threshold (fixed before any run)
-# rhgd-style estimator settings: name -> (solver, solver_options). gamma "1/L" is replaced by 1/L of the
-# lower level at the initial point.
+# rhgd-style estimator settings: name -> (solver, solver_options). gamma "1/L" is replaced by 1/L(x_k) of the
+# lower level at the current outer iterate (run_task).
 ESTIMATORS = {
     "clipped (ours)": ("clipped", {}),
     "Hessian inverse": ("hinv", {}),
@@ -84,7 +84,7 @@ class Problem:
     g: object          # g(x, y, idx=None)
     lr_x: float
     lr_y: float
-    L: float           # an upper bound on the lower level's smoothness constant (for lr_y and Neumann's γ)
+    L: float           # the lower level's smoothness at x0 (run_task re-reads it at every outer step)
     n_train: int
     info: dict
 
@@ -235,15 +235,21 @@ def build(problem: str, seed: int, size: dict) -> Problem:
     if problem not in builders:
         raise ValueError(f"problem must be one of {sorted(builders)}, got {problem!r}")
     P = builders[problem](seed, **size)
-    # the lower level's smoothness at x0: the largest eigenvalue of its (constant in y) Hessian
-    n = P.y0.numel()
-    Hm = torch.autograd.functional.hessian(lambda w: P.g(P.x0, w.reshape(P.y0.shape)), P.y0.reshape(-1)).reshape(n, n)
-    ev = torch.linalg.eigvalsh(Hm)
+    ev = _lower_hessian_eigs(P, P.x0)
     P.L = float(ev[-1])
     P.lr_y = 1.0 / P.L
     P.info.update(lower_hessian_eigs=[float(ev[-1]), float(ev[ev > 1e-10 * ev[-1]][0])],
-                  lower_hessian_rank=int((ev > 1e-10 * ev[-1]).sum()), lower_dim=n)
+                  lower_hessian_rank=int((ev > 1e-10 * ev[-1]).sum()), lower_dim=P.y0.numel())
     return P
+
+
+def _lower_hessian_eigs(P: Problem, x: torch.Tensor) -> torch.Tensor:
+    """Eigenvalues (ascending) of the lower level's Hessian in y at x: it is constant in y (every lower
+    level here is quadratic in y) but not in x, so its largest eigenvalue L(x) is the lower level's
+    smoothness at x."""
+    n = P.y0.numel()
+    H = torch.autograd.functional.hessian(lambda w: P.g(x, w.reshape(P.y0.shape)), P.y0.reshape(-1)).reshape(n, n)
+    return torch.linalg.eigvalsh(H)
 
 
 # --- one optimization run ------------------------------------------------------------------------
@@ -283,10 +289,18 @@ def run_task(t: RunTask) -> dict:
     opt = RiemannianBilevel(x, y, P.f, P.g, inner_steps=t.inner_steps, lr_x=P.lr_x, lr_y=P.lr_y, delta=DELTA,
                             solver=solver, solver_options=opts, manifold_x=P.manifold_x)
     out = dict(gm=[], est_norm=[], residual=[], lower_grad=[], upper_loss=[], n_clipped=[], graph_bytes=[],
-               failed_at=None, failure="")
+               lower_L=[], failed_at=None, failure="")
     wall = 0.0
     for k in range(t.steps):
         xk = x.detach().as_subclass(torch.Tensor).clone()
+        # the inner step (and Neumann's γ) is 1/L(x_k), re-read at every outer step for every estimator:
+        # L grows as x moves (on Stiefel seed 1 from 0.064 at x0 to 0.43), and 1/L(x0) then made every
+        # estimator's lower-level iteration diverge within 4 steps
+        L = float(_lower_hessian_eigs(P, xk)[-1])
+        opt.lr_y = 1.0 / L
+        if "gamma" in opt.solver_options:
+            opt.solver_options["gamma"] = 1.0 / L
+        out["lower_L"].append(L)
         t0 = time.perf_counter()
         try:
             rec = opt.step()
