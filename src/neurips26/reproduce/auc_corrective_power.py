@@ -416,7 +416,8 @@ def _summarize(runs, out, text_runs, tout) -> dict:
     diag = {}
     order = [(t, m, s) for t, m in settings for s in seeds]  # the runs, in the order the claims pair them
     for meth in METHODS:
-        curves = [c for c in (by[(t, m, meth, s)]["curve"] for t, m in settings for s in seeds) if c]
+        curves = [c for c in (by[(t, m, meth, s)]["curve"] for t, m, s in order) if c]
+        severe_test_runs = [float(by[(t, m, meth, s)]["severe_test"]) for t, m, s in order]
         main = [[p for p in c if p["phase"] == "main"] for c in curves]
         n_ep = min(len(c) for c in curves)
         diag[meth] = dict(
@@ -427,10 +428,10 @@ def _summarize(runs, out, text_runs, tout) -> dict:
             degeneracy_main=_defined_mean(p["degeneracy"] for c in main for p in c),
             degeneracy_end=_defined_mean(c[-1]["degeneracy"] for c in curves),
             severe_end=float(np.mean([c[-1]["severe"] for c in curves])),
-            severe_test=float(np.mean([by[(t, m, meth, s)]["severe_test"] for t, m in settings for s in seeds])),
+            severe_test=float(np.mean(severe_test_runs)),
             degeneracy_main_runs=[_defined_mean(p["degeneracy"] for p in by[(t, m, meth, s)]["curve"]
                                                 if p["phase"] == "main") for t, m, s in order],
-            severe_test_runs=[float(by[(t, m, meth, s)]["severe_test"]) for t, m, s in order],
+            severe_test_runs=severe_test_runs,
             strength_end=_bin_mean(curves, "strength"), reliability_end=_bin_mean(curves, "reliability"),
             count_end=[float(np.sum([c[-1]["count"][b] for c in curves])) for b in range(len(SEVERITY_BINS) - 1)],
         )
