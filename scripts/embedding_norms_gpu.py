@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from neurips26._atomic import atomic_write_text
+
 
 def full_size(device: str, seed: int) -> dict:
     from neurips26.reproduce.embedding_norms import WordNetTask, run_wordnet
@@ -116,7 +118,7 @@ def main() -> None:
     result["fine_tune"] = fine_tune(args.device, args.seed, args.steps, args.batch, args.lr, args.probe)
     print(json.dumps(result["fine_tune"], indent=1))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1))
+    atomic_write_text(args.out, json.dumps(result, indent=1))  # an interrupted run leaves no half-written file
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from neurips26._atomic import atomic_write_text
 from neurips26.dllm import (DualCache, Factor, LowConfidence, NoCache, PolestarCache, PolestarCommit, Threshold,
                             decode, encode_batch, exact_match)
 from neurips26.dllm.model import ModelConfig, build_model, heldout_examples, llada_sft_loss
@@ -118,7 +119,7 @@ def main() -> None:
              f"{args.block_length}, {args.prompts} held-out prompts, batch {args.batch_decode}.", "",
              "| decoder | accuracy % | tokens/forward | pos x layers / token | tokens/s |", "|---|---|---|---|---|"]
     sweep(model, args, dev, lines)
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    atomic_write_text(args.out, "\n".join(lines) + "\n")  # an interrupted run leaves no half-written file
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The package's layering (DESIGN.md), checked by walking every import of src/neurips26:
 
-* the library layer (every module but ``reproduce/`` and ``cli.py``) never imports the
-  experiments, the CLI, plotting or progress bars;
+* the library layer (every module but ``reproduce/``, ``cli.py`` and the subcommands'
+  ``cli_*.py``) never imports the experiments, the CLI, plotting or progress bars;
 * no field imports another field sideways: a helper two fields need lives one level down
   (``linalg``, ``geometry``, ``moe``, ...), in a top-level module;
 * no module imports another module's private (``_name``) objects.
@@ -53,6 +53,8 @@ def _field(module: str) -> str | None:
     if len(parts) < 2 or parts[0] != "neurips26":
         return None
     top = parts[1]
+    if top.startswith("cli_"):  # a subcommand's own module (cli_hyperp, ...): part of the CLI
+        return "cli"
     return top if (PACKAGE_ROOT / top).is_dir() or top in APP_LAYER else None
 
 

@@ -1,4 +1,4 @@
-"""``neurips26 list | run | report | pome | lsbo``.
+"""``neurips26 list | run | report | pome | lsbo | hyperp-lr``.
 
 Exit status: 0 on success, 1 when an experiment failed, 2 for bad usage or input.
 """
@@ -35,7 +35,7 @@ def _verdict_summary(claims) -> str:
             f"{c['not tested']} not tested (of {len(claims)} claims)")
 
 
-def _progress() -> Progress:
+def progress_bar() -> Progress:
     return Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -88,7 +88,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print(f"[bold]{exp.slug}[/]: {exp.paper} ({'quick' if args.quick else 'full'}, seed {args.seed}{where}"
                       f"{', resuming' if args.resume else ''})")
         try:
-            with _progress() as progress:
+            with progress_bar() as progress:
                 res = run_experiment(exp, out, seed=args.seed, quick=args.quick, progress=progress,
                                      jobs=args.jobs, scheduler=args.scheduler, resume=args.resume)
         except KeyboardInterrupt:
@@ -170,7 +170,7 @@ def cmd_pome(args: argparse.Namespace) -> int:
     try:
         check_pome_options(options)  # before any file is read (total_bytes opens the checkpoint)
         total = total_bytes(args.finetuned)
-        with _progress() as progress:
+        with progress_bar() as progress:
             task = progress.add_task("POME", total=total)
             report = pome_checkpoint(
                 args.pretrained,
@@ -206,7 +206,7 @@ def cmd_lsbo_train_vae(args: argparse.Namespace) -> int:
         return 2
     epochs = args.epochs or DEFAULT_EPOCHS[args.task]
     try:
-        with _progress() as progress:
+        with progress_bar() as progress:
             task = progress.add_task(f"training the {args.task} VAE", total=epochs)
             _, meta = pretrained_codec(args.task, epochs=epochs, retrain=args.force,
                                        on_epoch=lambda e, loss: progress.update(task, advance=1,
@@ -267,6 +267,12 @@ def build_parser() -> argparse.ArgumentParser:
     tv.add_argument("--epochs", type=int, default=None, help="training epochs (default: the task's)")
     tv.add_argument("--force", action="store_true", help="retrain even if a cached VAE exists")
     tv.set_defaults(func=cmd_lsbo_train_vae)
+
+    # the methods' own tools, each in its module (imported here, after this module is complete)
+    from . import cli_hyperp
+
+    for tool in (cli_hyperp,):
+        tool.register(sub)
     return p
 
 

@@ -86,7 +86,7 @@ def test_one_run_is_deterministic_and_learns(tiny):
     assert not a["diverged"] and a["loss"] < math.log(exp_mod.VOCAB)
     # HyperballMuon keeps every hidden matrix on its sphere during the run
     model = exp_mod._model(r)
-    radii = [float(p.detach().norm()) for p in exp_mod._hidden_matrices(model)]
+    radii = [float(p.detach().norm()) for p in exp_mod._hidden_matrices(model)[0]]
     opt, = exp_mod._optimizers(r, model)
     train, _ = exp_mod._data()
     gen = np.random.default_rng(0)
@@ -97,5 +97,23 @@ def test_one_run_is_deterministic_and_learns(tiny):
         opt.zero_grad()
         loss.backward()
         opt.step()
-    after = [float(p.detach().norm()) for p in exp_mod._hidden_matrices(model)]
+    after = [float(p.detach().norm()) for p in exp_mod._hidden_matrices(model)[0]]
     assert np.allclose(after, radii, rtol=1e-5)
+
+
+def test_spectral_sphere_baseline_trains_the_block_matrices():
+    """The full size's extra baseline: pytorch_optimizer.SpectralSphere on HyperP's sphere group (the block
+    matrices), AdamW on the rest, and a short run that lowers the loss."""
+    pytest.importorskip("pytorch_optimizer")
+    from pytorch_optimizer import SpectralSphere
+
+    r = exp_mod.Run("spectral-sphere", 32, 2, 2.0 ** -6, 4, 16, 4, 2, 0)
+    model = exp_mod._model(r)
+    mats, adamw = exp_mod._optimizers(r, model)
+    hidden, rest = exp_mod._hidden_matrices(model)
+    assert isinstance(mats, SpectralSphere) and mats.param_groups[0]["params"] == hidden
+    assert adamw.param_groups[0]["params"] == rest
+    assert "spectral-sphere" in exp_mod.SIZES[False]["width_methods"]
+    out = exp_mod.run_training(r)
+    assert not out["diverged"] and math.isfinite(out["loss"])
+    assert out["curve"][-1][1] < out["curve"][0][1]

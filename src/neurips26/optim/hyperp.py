@@ -30,7 +30,7 @@ import numpy as np
 
 from .._checks import check_int, check_real
 
-__all__ = ["HyperPScaler", "apply_hyperp", "optimal_lr", "fit_power_law", "MAGIC_EXPONENT"]
+__all__ = ["HyperPScaler", "apply_hyperp", "hyperp_param_groups", "optimal_lr", "fit_power_law", "MAGIC_EXPONENT"]
 
 MAGIC_EXPONENT = 0.32
 
@@ -102,6 +102,39 @@ def apply_hyperp(config, scaler: HyperPScaler):
     out = copy.deepcopy(config)
     out.residual_multiplier = scaler.residual_multiplier(int(config.num_hidden_layers))
     return out
+
+
+def hyperp_param_groups(model, lr: float, adamw_lr: float) -> list[dict]:
+    """:class:`~neurips26.optim.HyperballMuon` parameter groups for a ``transformers`` model:
+    the 2-D tensors inside the blocks (attention and MLP matrices, routers) on the sphere at
+    ``lr``; the input embeddings, the LM head, the norms, the biases and every tensor of
+    another rank (MoE expert stacks) in the AdamW group at ``adamw_lr``.
+
+    The embeddings and the head are excluded because their rows are looked up or read out one
+    token at a time: a single Frobenius sphere over the vocabulary would couple unrelated
+    tokens' norms. Parameters keep ``model.parameters()``'s order inside each group; a tied
+    head (the same tensor as the embeddings) appears once.
+
+    Example::
+
+        opt = HyperballMuon(hyperp_param_groups(model, lr=scaler.lr(depth=L), adamw_lr=3e-3))
+    """
+    check_real("lr", lr, low=0.0, low_open=True)
+    check_real("adamw_lr", adamw_lr, low=0.0, low_open=True)
+    get_in, get_out = getattr(model, "get_input_embeddings", None), getattr(model, "get_output_embeddings", None)
+    if get_in is None or get_out is None:
+        raise TypeError(f"model must be a transformers PreTrainedModel (with get_input_embeddings and "
+                        f"get_output_embeddings), got {type(model).__name__}")
+    emb, head = get_in(), get_out()
+    skip = {id(m.weight) for m in (emb, head) if m is not None and getattr(m, "weight", None) is not None}
+    params = list(model.parameters())  # deduplicated by torch (a tied head is listed once)
+    sphere = [p for p in params if p.ndim == 2 and id(p) not in skip]
+    ids = {id(p) for p in sphere}
+    rest = [p for p in params if id(p) not in ids]
+    if not sphere:
+        raise ValueError("model has no 2-D tensor inside its blocks: nothing for the sphere group")
+    return [{"params": sphere, "use_hyperball": True, "lr": lr},
+            {"params": rest, "use_hyperball": False, "lr": adamw_lr}]
 
 
 def optimal_lr(lrs, losses) -> float:

@@ -7,9 +7,10 @@ in log₂ η through the best point and its neighbours (:func:`neurips26.optim.o
 Methods: HyperP (:class:`~neurips26.optim.HyperballMuon` on the hidden matrices, Depth-μP
 residual branches 1/√(2L)), ``torch.optim.Muon`` (``adjust_lr_fn="match_rms_adamw"``,
 WD 0.1), μP-AdamW (``mup``'s ``MuAdamW`` + ``set_base_shapes``, readout 1/width_mult
-through Granite's ``logits_scaling``) and SP-AdamW (``torch.optim.AdamW``, WD 0.1). In
-HyperP and Muon the embeddings, the LM head and the norms go to AdamW at a fixed lr (not
-swept), the same for both.
+through Granite's ``logits_scaling``), SP-AdamW (``torch.optim.AdamW``, WD 0.1) and, in the
+full size, ``pytorch_optimizer.SpectralSphere`` (Muon's step made tangent to the spectral
+sphere; its defaults, WD 0.1). In HyperP, Muon and SpectralSphere the embeddings, the LM head
+and the norms go to AdamW at a fixed lr (not swept), the same for all three.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import numpy as np
 import torch
 
 from ..moe import aux_load_balance_loss, apply_sqrt_gate, collect_router_outputs, expert_load
-from ..optim import HyperballMuon, HyperPScaler, InstabilityMonitor, apply_hyperp, fit_power_law, optimal_lr
+from ..optim import (HyperballMuon, HyperPScaler, InstabilityMonitor, apply_hyperp, fit_power_law, hyperp_param_groups,
+                     optimal_lr)
 from ._common import pyplot, stdlib_text
 from ._harness import RunContext
 
@@ -30,15 +32,19 @@ SIZES = {  # seeds: how many (the run's seed, +1, ...); width_methods: the metho
     True: dict(seeds=3, width_methods=("hyperp", "muon"), widths=[32, 128], depths=[2, 8], budgets=[1, 3], steps=40,
                seq=32, batch=8, eval_batches=4, ks=[1, 2, 4], aux=[1e-3, 1e-2, 1e-1], moe_width=32, moe_ffn=64,
                bootstrap=300),
-    False: dict(seeds=5, width_methods=("hyperp", "muon", "mup-adamw", "sp-adamw"), widths=[64, 128, 256, 512],
+    False: dict(seeds=5, width_methods=("hyperp", "muon", "spectral-sphere", "mup-adamw", "sp-adamw"),
+                widths=[64, 128, 256, 512],
                 depths=[2, 4, 8, 16], budgets=[1, 2, 4, 8], steps=1000, seq=64, batch=32, eval_batches=16,
                 ks=[1, 2, 4, 8], aux=[1e-3, 1e-2, 1e-1], moe_width=128, moe_ffn=256, bootstrap=2000),
 }
 # log2 lr grids (5 points each), centred by pilot runs. HyperP's: 40 steps, 2^-5..2^1 on two seeds put eta* at
 # 2^-1 for width 32 and 2^-3..2^-4 for width 128 (the grid 2^-7..2^-3 of 60-step pilots left every optimum on its edge)
-GRIDS = {"hyperp": [-4, -3, -2, -1, 0], "muon": [-9, -8, -7, -6, -5], "mup-adamw": [-10, -9, -8, -7, -6],
-         "sp-adamw": [-10, -9, -8, -7, -6]}
-METHODS = ("hyperp", "muon", "mup-adamw", "sp-adamw")
+# SpectralSphere's: a 40-step pilot at width 32 (seed 0, 2^-11..2^-5) put its best loss at 2^-6. It sweeps in the
+# full size only: its bisection for the tangent multiplier (up to 100 msign calls per matrix and step) made one
+# 40-step run at width 128 take 253 s on 2 cores, against Muon's ~9 s at width 32
+GRIDS = {"hyperp": [-4, -3, -2, -1, 0], "muon": [-9, -8, -7, -6, -5], "spectral-sphere": [-8, -7, -6, -5, -4],
+         "mup-adamw": [-10, -9, -8, -7, -6], "sp-adamw": [-10, -9, -8, -7, -6]}
+METHODS = ("hyperp", "muon", "spectral-sphere", "mup-adamw", "sp-adamw")
 ADAM_LR = 2 ** -7  # embeddings / head / norms under HyperP and Muon (not swept)
 BASE_WIDTH, BASE_DEPTH, HEAD_DIM, VOCAB = 32, 2, 16, 128
 WD_ETAS = [float(e) for e in np.logspace(-4, -1, 7)]
@@ -123,29 +129,28 @@ def _model(r: Run):
 
 
 def _hidden_matrices(model):
-    """The matrices inside the decoder blocks (not the embeddings, head or norms)."""
-    head, emb = model.get_output_embeddings().weight, model.get_input_embeddings().weight
-    return [p for p in model.parameters() if p.ndim == 2 and p is not head and p is not emb]
+    """(the matrices inside the decoder blocks, the rest): HyperP's sphere group and its AdamW group."""
+    sphere, rest = hyperp_param_groups(model, lr=1.0, adamw_lr=ADAM_LR)
+    return sphere["params"], rest["params"]
 
 
 def _optimizers(r: Run, model):
     lr = r.lr * (math.sqrt(BASE_DEPTH / r.depth) if r.method == "hyperp" and r.depth_mup else 1.0)
     if r.method == "hyperp":
-        hidden = _hidden_matrices(model)
-        ids = {id(p) for p in hidden}
-        rest = [p for p in model.parameters() if id(p) not in ids]
         # MoE experts are (E, ·, ·) tensors: one sphere per expert matrix is not this optimizer's
         # job, so they go with the rest to AdamW (in the MoE runs the routers and attention
         # matrices are on the sphere)
-        return [HyperballMuon([{"params": hidden, "use_hyperball": True},
-                               {"params": rest, "use_hyperball": False, "lr": ADAM_LR}], lr=lr,
+        return [HyperballMuon(hyperp_param_groups(model, lr=lr, adamw_lr=ADAM_LR), lr=lr,
                               ns_dtype=torch.float32 if DEVICE == "cpu" else torch.bfloat16)]  # bf16 is slow on CPUs
-    if r.method == "muon":
-        hidden = _hidden_matrices(model)
-        ids = {id(p) for p in hidden}
-        rest = [p for p in model.parameters() if id(p) not in ids]
-        return [torch.optim.Muon(hidden, lr=lr, weight_decay=0.1, adjust_lr_fn="match_rms_adamw"),
-                torch.optim.AdamW(rest, lr=ADAM_LR, weight_decay=0.1, betas=(0.9, 0.95))]
+    if r.method in ("muon", "spectral-sphere"):
+        hidden, rest = _hidden_matrices(model)
+        if r.method == "muon":
+            mats = torch.optim.Muon(hidden, lr=lr, weight_decay=0.1, adjust_lr_fn="match_rms_adamw")
+        else:  # pytorch_optimizer's spectral-sphere Muon: the update tangent to the top singular pair, its defaults
+            from pytorch_optimizer import SpectralSphere
+
+            mats = SpectralSphere(hidden, lr=lr, weight_decay=0.1, foreach=False)
+        return [mats, torch.optim.AdamW(rest, lr=ADAM_LR, weight_decay=0.1, betas=(0.9, 0.95))]
     if r.method == "mup-adamw":
         from mup import MuAdamW
 
@@ -283,7 +288,7 @@ def run_wd_check(c: WDCheck) -> dict:
             ends = []
             for wd in (0.1, 0.0):
                 model = _model(r).double()
-                hidden = _hidden_matrices(model)
+                hidden, _ = _hidden_matrices(model)
                 logits = model(b[:, :-1]).logits
                 torch.nn.functional.cross_entropy(logits.flatten(0, 1), b[:, 1:].flatten()).backward()
                 opt = (HyperballMuon(hidden, lr=eta, weight_decay=wd, ns_dtype=None) if method == "hyperp"
@@ -314,8 +319,8 @@ def run(ctx: RunContext) -> None:
     # --seed N: seeds N, N+1, ... (3 where a caller's size names none: the fewest that decide a claim well)
     seeds = [ctx.seed + i for i in range(size.get("seeds", 3))]
     methods = tuple(size.get("width_methods", METHODS))
-    ctx.config.update(size, seeds=seeds, grids={m: [2.0 ** e for e in g] for m, g in GRIDS.items()}, adam_lr=ADAM_LR,
-                      base_width=BASE_WIDTH, base_depth=BASE_DEPTH, head_dim=HEAD_DIM, vocab=VOCAB)
+    ctx.config.update(size, seeds=seeds, grids={m: [2.0 ** e for e in GRIDS[m]] for m in METHODS if m in methods},
+                      adam_lr=ADAM_LR, base_width=BASE_WIDTH, base_depth=BASE_DEPTH, head_dim=HEAD_DIM, vocab=VOCAB)
     S, seq, batch, nb = size["steps"], size["seq"], size["batch"], size["eval_batches"]
     lrs = {m: [2.0 ** e for e in g] for m, g in GRIDS.items()}
 
