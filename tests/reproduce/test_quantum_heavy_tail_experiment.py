@@ -15,7 +15,7 @@ def test_quantum_heavy_tail_contract_and_determinism(monkeypatch, tmp_path):
         ps=[2.0], ds=[1], seeds=3, K=2**10, K_opt=2**8, n_quantum=[10**5, 10**6, 10**7, 10**8],
         n_classical=[10**3, 10**4, 10**5, 10**6], eps=[0.3, 0.25, 0.2, 0.15], opt_d=2, d_sweep=[1, 2],
         d_sweep_eps=0.2, opt_seeds=2, boot=20, cross_n=[10**9, 10**10], cross_d=[1, 16, 256], cross_seeds=3,
-        cross_K=256))
+        cross_K=256, cvx_eps=[0.4, 0.3, 0.2, 0.15], cvx_d=2, cvx_seeds=2, K_cvx=2**8))
     exp = reproduce.get("quantum-heavy-tail")
     a = run_experiment(exp, tmp_path / "a", seed=1, quick=True)
     b = run_experiment(exp, tmp_path / "b", seed=1, quick=True)
@@ -49,7 +49,17 @@ def test_quantum_heavy_tail_contract_and_determinism(monkeypatch, tmp_path):
     assert (cr["d_star"] == "not on the grid") == (exp_mod.crossover([1, 16, 256], cr["ratio"]) is None)
     cross_claim = next(cl for cl in a["claims"] if cl["claim"].startswith("High-dimensional regime: the multivariate"))
     assert cross_claim["holds"] in (True, False, None)
-    for png in ("mean_error_vs_queries.png", "queries_vs_inv_eps.png", "crossover_vs_d.png"):
+    # convex sweep: at p = 2 both predictions are 2, so the claim made is the tie (gap within +- TOL_OPT of 0)
+    cq, cc = m["convex/p2.0/d2/qpsgd"], m["convex/p2.0/d2/psgd"]
+    assert cq["predicted"] == cc["predicted"] == 2.0 and len(cq["median_queries"]) == 4
+    tie = [cl for cl in a["claims"] if cl["claim"].startswith("Convex, p = 2.0")]
+    assert len(tie) == 1 and "no ε-speedup is predicted" in tie[0]["claim"]
+    if "verdict" in tie[0]:
+        assert tie[0]["ours"] == cq["slope"] and tie[0]["baseline"] == cc["slope"]
+        assert tie[0]["diff"] == pytest.approx(exp_mod.TOL_OPT - abs(cq["slope"] - cc["slope"]))
+    assert not any("Convex" in cl["claim"] and "not tested in this run" in cl["claim"] for cl in a["claims"])
+    for png in ("mean_error_vs_queries.png", "queries_vs_inv_eps.png", "crossover_vs_d.png",
+                "convex_queries_vs_inv_eps.png"):
         assert (tmp_path / "a" / "quantum-heavy-tail" / png).exists()
 
 
@@ -77,3 +87,27 @@ def test_crossover_interpolates_the_first_upward_crossing():
     assert exp_mod.crossover([1, 4, 16], [0.5, 2.0, 8.0]) == __import__("pytest").approx(2.0)
     assert exp_mod.crossover([1, 4, 16], [1.5, 2.0, 8.0]) is None
     assert exp_mod.crossover([1, 4, 16], [0.1, 0.2, 0.5]) is None
+
+
+@pytest.mark.parametrize("p", [1.5, 2.0])
+def test_qpsgd_mlmc_caps_its_levels_at_the_target_accuracy(p):
+    from neurips26.quantum import HeavyTailedMean
+
+    r = exp_mod.mlmc_rate(p)
+    assert 1 < r < 4 * (p - 1) / p  # finite expected cost and finite variance
+    est = HeavyTailedMean(p, 1.0)
+    acc = 0.05
+    mlmc = exp_mod.qpsgd_mlmc(est, acc, 2)
+    J, n0 = mlmc.max_level, mlmc.n0
+    assert n0 == est.plan(1e6, 2).queries
+    # the top level reaches the accuracy (its bias bound), the level below does not
+    assert est.eps_for_budget(n0 * 2**J, 2) <= acc < est.eps_for_budget(n0 * 2 ** (J - 1), 2)
+
+
+def test_convex_cell_reaches_eps_and_counts_minibatches():
+    t = exp_mod.ConvexTask(2.0, 2, "psgd", 0.2, 2, 2**8, 0)
+    out = exp_mod.run_convex(t)
+    assert all(out["reached"])
+    o, _ = exp_mod._convex_problem(2, 2**8, 2.0)
+    b = exp_mod.classical_batch(2.0, exp_mod._nu(o.noise, 2.0), 0.2 / (4 * exp_mod.CVX_RADIUS), 2)
+    assert out["queries"] == [float(b * s) for s in out["steps"]]

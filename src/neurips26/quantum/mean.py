@@ -166,10 +166,13 @@ class HeavyTailedMean:
         self.delta = _check_delta(delta)
         self.backend = get_backend(backend)
 
-    def plan(self, eps: float, d: int = 1) -> _Plan:
-        """Levels, repetitions and the exact number of queries for accuracy ``eps`` (ℓ2 for d > 1)."""
+    def plan(self, eps: float, d: int = 1, *, max_m: int = MAX_M) -> _Plan:
+        """Levels, repetitions and the exact number of queries for accuracy ``eps`` (ℓ2 for d > 1).
+        ``max_m``: the largest Grover-power exponent accepted (the simulator's ``MAX_M``; a planner
+        that only counts queries may raise it)."""
         eps = check_real("eps", eps, low=0.0, low_open=True)
         d = check_int("d", d, minimum=1)
+        max_m = check_int("max_m", max_m, minimum=1)
         p = self.p
         eps_c = eps / math.sqrt(d)
         delta_c = self.delta / d
@@ -185,9 +188,9 @@ class HeavyTailedMean:
             u = s * 2**k
             tail = 1.0 if k == 0 else min(1.0, 2.0 ** (-(k - 1) * p))  # P(|Y| > 2^{k−1}s) <= ν/(2^{k−1}s)^p
             m = _m_for(err_level / u, tail)
-            if m > MAX_M:
-                raise ValueError(f"eps = {eps:g} needs 2^{m} Grover powers at level {k}, beyond the simulator's "
-                                 f"2^{MAX_M}: ask for a larger eps (or a smaller budget)")
+            if m > max_m:
+                raise ValueError(f"eps = {eps:g} needs 2^{m} Grover powers at level {k}, beyond "
+                                 f"2^{max_m}: ask for a larger eps (or a smaller budget)")
             ms.append(m)
         queries = d * (pre + 2 * reps * sum(2 ** (m + 1) - 1 for m in ms))
         return _Plan(s, B, ms, reps, pre, queries)

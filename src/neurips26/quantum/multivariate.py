@@ -115,9 +115,10 @@ class MultivariateMean:
         self._budgets: dict = {}
 
     # ---- planning ---------------------------------------------------------------------------
-    def plan(self, eps: float, d: int) -> MultivariatePlan:
+    def plan(self, eps: float, d: int, *, max_m: int = MAX_M) -> MultivariatePlan:
         eps = check_real("eps", eps, low=0.0, low_open=True)
         d = check_int("d", d, minimum=1)
+        max_m = check_int("max_m", max_m, minimum=1)
         p = self.p
         nu = 2 ** (p - 1) * (1 + 4 * 1.25**p) * self.moment_bound
         s = nu ** (1 / p)
@@ -134,9 +135,9 @@ class MultivariateMean:
             u = s * 2.0**k
             tau = 1.0 if k == 0 else min(1.0, nu / (s * 2.0 ** (k - 1)) ** p)
             m_q = _m_for(eps_k / (2 * u), tau)
-            if m_q > MAX_M:
-                raise ValueError(f"eps = {eps:g} needs 2^{m_q} Grover powers at level {k}, beyond the simulator's "
-                                 f"2^{MAX_M}: ask for a larger eps (or a smaller budget)")
+            if m_q > max_m:
+                raise ValueError(f"eps = {eps:g} needs 2^{m_q} Grover powers at level {k}, beyond "
+                                 f"2^{max_m}: ask for a larger eps (or a smaller budget)")
             q_min = eps_k / (2 * u)  # below it the level is skipped
             buckets, worst, j = [], 0, 0
             while True:
