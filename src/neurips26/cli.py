@@ -1,4 +1,4 @@
-"""``neurips26 list | run | report | pome | lsbo | hyperp-lr``.
+"""``neurips26 list | run | report | pome | lsbo | dllm | hyperp-lr | pace``.
 
 Exit status: 0 on success, 1 when an experiment failed, 2 for bad usage or input.
 """
@@ -269,9 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
     tv.set_defaults(func=cmd_lsbo_train_vae)
 
     # the methods' own tools, each in its module (imported here, after this module is complete)
-    from . import cli_hyperp
+    from . import cli_dllm, cli_hyperp, cli_pace
 
-    for tool in (cli_hyperp,):
+    for tool in (cli_dllm, cli_hyperp, cli_pace):
         tool.register(sub)
     return p
 

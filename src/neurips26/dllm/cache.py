@@ -9,7 +9,8 @@ token. All K/V live in a :class:`~neurips26.dllm.kvcache.DiffusionKVCache`.
 * :class:`PrefixCache`, :class:`DualCache` — Fast-dLLM: full recompute at each block start; inside the block
   recompute block+suffix (prefix cached) or only the block (prefix and suffix cached).
 * :class:`DLLMCache` — dLLM-Cache: periodic prompt / response refresh, V-verify selection in between.
-* :class:`ElasticCache` — Elastic-Cache: recompute from the first layer whose attention drifts below γ.
+* :class:`ElasticCache` — Elastic-Cache: recompute from the first layer whose attention drifts below γ;
+  ``window=β`` adds its sliding-window decoding (with :class:`SlidingWindow`, the commit side).
 * :class:`PolestarCache` — Polestar-Cache: drift per position and layer → refresh K/V only at stale positions.
 """
 
@@ -17,12 +18,13 @@ from __future__ import annotations
 
 import torch
 
-from .._checks import check_real
+from .._checks import check_int, check_real
+from .commit import CommitRule
 from .kvcache import DiffusionKVCache
 from .model import forward
 
 __all__ = ["CacheRule", "NoCache", "PrefixCache", "DualCache", "PolestarCache", "ElasticCache", "DLLMCache",
-           "DiffusionKVCache",
+           "DiffusionKVCache", "SlidingWindow", "window_mask",
            "drift_trace"]
 
 
@@ -209,19 +211,65 @@ def drift_trace(model, prompt_ids: torch.Tensor, *, gen_length: int, block_lengt
     return torch.stack(cache.trace)
 
 
-class ElasticCache(CacheRule):
-    """Elastic-Cache (attention-aware, layer-aware refresh). Each step computes the block and every position
-    whose token changed through all layers against cached K/V. At each layer l it compares the block's
-    attention over the ``top_k`` tokens the block attended most at the previous step with the previous step's
-    (cosine); from the first layer whose similarity falls below ``gamma`` on, all positions' K/V are
-    recomputed (layers below keep their cache). Not implemented: Elastic-Cache's sliding window over masked
-    tokens (the whole block is queried). Needs a model from :func:`~neurips26.dllm.model.build_model`."""
+class SlidingWindow(CommitRule):
+    """Elastic-Cache's sliding-window decoding as a commit-rule wrapper: only the ``window`` leftmost masked
+    positions of each row (inside the current block) may commit; ``rule`` (any commit rule) decides among them.
+    With ``block_length = gen_length`` the window slides over the whole answer, as in Elastic-Cache; with
+    smaller blocks it slides inside each block. Use it with ``ElasticCache(window=...)`` through
+    :meth:`ElasticCache.windowed`, or alone with any cache rule (then it only restricts decoding). It is a commit
+    rule because :func:`~neurips26.dllm.decode.decode` hands the block's mask to the commit rule: a cache rule
+    can choose what is computed, not what is committed."""
 
-    def __init__(self, gamma: float = 0.9, top_k: int = 4):
+    def __init__(self, rule: CommitRule, window: int):
+        if not isinstance(rule, CommitRule):
+            raise TypeError(f"rule must be a CommitRule, got {type(rule).__name__}")
+        self.rule = rule
+        self.window = check_int("window", window, 1)
+        self.needs_hidden = rule.needs_hidden
+
+    def start_block(self, mask):
+        self.rule.start_block(mask)
+
+    def select(self, logits, mask, hidden=None):
+        return self.rule.select(logits, window_mask(mask, self.window), hidden)
+
+
+def window_mask(mask: torch.Tensor, window: int) -> torch.Tensor:
+    """(B, n) bool: the ``window`` leftmost True entries of each row of ``mask`` (Elastic-Cache's M^t_β)."""
+    return mask & (mask.long().cumsum(1) <= window)
+
+
+class ElasticCache(CacheRule):
+    """Elastic-Cache (attention-aware, layer-aware refresh), with its sliding window as an option.
+
+    ``window=None`` (default): each step computes the block and every position whose token changed through
+    all layers against cached K/V. At each layer l it compares the block's attention over the ``top_k`` tokens
+    the block attended most at the previous step with the previous step's (cosine); from the first layer whose
+    similarity falls below ``gamma`` on, all positions' K/V are recomputed (layers below keep their cache).
+
+    ``window=β``: Elastic-Cache's sliding-window decoding (Nguyen-Tri, Ranjan and Shen, "Attention Is All You
+    Need for KV Cache in Diffusion LLMs", 2025, §3): only the β leftmost masked positions of the block, M^t_β,
+    are predicted and queried; masked positions off the window keep the K/V of their last computation (the
+    off-window MASK cache) and their logits are that computation's. Decoding must be restricted to the window
+    too: pass ``commit=cache.windowed(rule)`` (a :class:`SlidingWindow`); a commit outside the window raises.
+    The drift test is the paper's: per layer l, T^l = the ``top_k`` decoded or prompt tokens with the most
+    attention from the window's queries (the most-attended tokens), kept as queries at the next step; σ^l =
+    cosine between T^l's attention rows now and at their previous computation, and from the first layer with
+    σ^l < ``gamma`` on, all positions are recomputed. Queries: the window ∪ positions whose token changed ∪ the
+    tracked T (batched rows share the union). Needs a model from :func:`~neurips26.dllm.model.build_model`."""
+
+    def __init__(self, gamma: float = 0.9, top_k: int = 4, window: int | None = None):
         self.gamma = check_real("gamma", gamma, low=0.0, high=1.0)
         self.top_k = int(top_k)
         if self.top_k < 1:
             raise ValueError(f"top_k must be >= 1, got {top_k}")
+        self.window = None if window is None else check_int("window", window, 1)
+
+    def windowed(self, rule: CommitRule) -> SlidingWindow:
+        """``rule`` restricted to this cache's sliding window (the commit rule to decode with)."""
+        if self.window is None:
+            raise ValueError("windowed() needs ElasticCache(window=...) with a window size >= 1")
+        return SlidingWindow(rule, self.window)
 
     def start(self, model, x, key_mask):
         super().start(model, x, key_mask)
@@ -230,11 +278,17 @@ class ElasticCache(CacheRule):
         self._prev = None  # per layer: (B, q, N) attention rows of the block queries at the previous step
         self._dirty = torch.zeros_like(key_mask)
         self._started = False
+        self._masked = None  # window mode: (B, N) positions still masked (x == [MASK], read at each step)
 
     def _head(self, model, h):
         return model.lm_head(model.model.norm(h)), model.model.norm(h)
 
     def step(self, model, x, key_mask, s, e, block_start):
+        if self.window is None:
+            return self._step_block(model, x, key_mask, s, e, block_start)
+        return self._step_window(model, x, key_mask, s, e)
+
+    def _step_block(self, model, x, key_mask, s, e, block_start):
         from .model import forward_layers
 
         B, N = x.shape
@@ -286,8 +340,90 @@ class ElasticCache(CacheRule):
         logits, hs = self._head(model, h[:, s:e])
         return logits, hs, (n_q * (start_layer + 1) + N * (self._L - start_layer)) / self._L
 
+    # --- sliding-window mode -------------------------------------------------------------------------------
+    def _track(self, key_mask, s, e):
+        """T^l per layer (B, k): the decoded/prompt tokens the window's queries attend most, from the rows now
+        held (``self._rows``); also remembers the window (B, N) these rows were scored with."""
+        win = torch.zeros_like(self._masked)
+        win[:, s:e] = window_mask(self._masked[:, s:e], self.window)
+        eligible = key_mask & ~self._masked
+        k = max(1, min(self.top_k, int(eligible.sum(1).min())))
+        w = win.float()
+        self._T = []
+        for li in range(self._L):
+            score = (w[:, :, None] * self._rows[li]).sum(1).masked_fill(~eligible, float("-inf"))  # (B, N)
+            self._T.append(score.topk(k, dim=1).indices)
+
+    def _step_window(self, model, x, key_mask, s, e):
+        from .model import forward_layers
+
+        B, N = x.shape
+        if not self._started:  # the first step: a full forward; the whole answer is masked, so x[:, s] is [MASK]
+            self._mask_id = int(x[0, s])
+            self._masked = x == self._mask_id
+            inputs, rec = [None] * self._L, {}
+            h = forward_layers(model, model.model.embed_tokens(x), key_mask=key_mask, layers=range(self._L),
+                               cache=self.cache, inputs=inputs, record=rec)
+            self._inputs, self._rows, self._out = inputs, [rec[li].float() for li in range(self._L)], h
+            self._started = True
+            self._dirty.zero_()
+            self._track(key_mask, s, e)
+            self._allowed = torch.zeros_like(key_mask)
+            self._allowed[:, s:e] = window_mask(self._masked[:, s:e], self.window)
+            logits, hs = self._head(model, h[:, s:e])
+            return logits, hs, N
+        self._masked = x == self._mask_id
+        win = window_mask(self._masked[:, s:e], self.window)
+        sel = self._dirty.any(0).clone()
+        sel[s:e] |= win.any(0)
+        for T in self._T:
+            sel[T.flatten()] = True
+        sel &= key_mask.any(0)
+        pos = sel.nonzero().squeeze(1)
+        n_q = int(pos.numel())
+        where = torch.full((N,), -1, dtype=torch.long, device=x.device)
+        where[pos] = torch.arange(n_q, device=x.device)
+        h = model.model.embed_tokens(x[:, pos])
+        start_layer = None
+        for li in range(self._L):
+            rec: dict = {}
+            h_next = forward_layers(model, h, key_mask=key_mask, layers=range(li, li + 1), cache=self.cache,
+                                    positions=pos, record=rec)
+            self._inputs[li][:, pos] = h
+            rows = rec[li].float()  # (B, n_q, N)
+            T = self._T[li]  # (B, k), all among the queries
+            now = rows.gather(1, where[T][:, :, None].expand(-1, -1, N))
+            before = self._rows[li].gather(1, T[:, :, None].expand(-1, -1, N))
+            self._rows[li][:, pos] = rows
+            sim = torch.nn.functional.cosine_similarity(now.flatten(1), before.flatten(1), dim=1)
+            if float(sim.min()) < self.gamma:
+                start_layer = li
+                break
+            h = h_next
+        self._dirty[:, pos] = False
+        if start_layer is None:
+            self._out[:, pos] = h
+            cost = n_q
+        else:  # drift at `start_layer`: recompute every position from there on
+            inputs, rec = [None] * self._L, {}
+            self._out = forward_layers(model, self._inputs[start_layer], key_mask=key_mask,
+                                       layers=range(start_layer, self._L), cache=self.cache, inputs=inputs, record=rec)
+            for li in range(start_layer, self._L):
+                self._inputs[li] = inputs[li]
+                self._rows[li] = rec[li].float()
+            cost = (n_q * (start_layer + 1) + N * (self._L - start_layer)) / self._L
+        self._track(key_mask, s, e)
+        self._allowed = torch.zeros_like(key_mask)
+        self._allowed[:, s:e] = win
+        logits, hs = self._head(model, self._out[:, s:e])
+        return logits, hs, cost
+
     def after_commit(self, changed):
         self._dirty |= changed
+        if self.window is not None and self._masked is not None:
+            if (changed & ~self._allowed).any():
+                raise ValueError("ElasticCache(window=...) decodes only its sliding window: decode with "
+                                 "commit=cache.windowed(rule) (a SlidingWindow of the same size)")
 
 
 class DLLMCache(CacheRule):
