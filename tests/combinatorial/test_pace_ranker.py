@@ -109,13 +109,92 @@ def test_pretrained_ranker_trains_once_then_loads(tmp_path, monkeypatch):
     monkeypatch.setenv("NEURIPS26_CACHE", str(tmp_path))
     monkeypatch.setitem(pretrained.RECIPES, "tsp", dict(n=12, instances=3, states=4, epochs=1, seed=0))
     m1, meta1 = pretrained.pretrained_ranker("tsp")
-    assert cache_path("tsp").exists() and meta1["n_examples"] > 0
+    assert pretrained.ranker_path("tsp") == cache_path(f"tsp-v{pretrained.CACHE_VERSION}")
+    assert pretrained.ranker_path("tsp").exists() and meta1["n_examples"] > 0
+    assert meta1["version"] == pretrained.CACHE_VERSION and meta1["teacher"].startswith("elkai")
     m2, meta2 = pretrained.pretrained_ranker("tsp")
     assert meta2["recipe"] == meta1["recipe"] and all(
         torch.equal(p, q) for p, q in zip(m1.state_dict().values(), m2.state_dict().values()))
     assert pretrained.ranker_name("mvc") == "mis" and pretrained.ranker_name("mcl") == "mis"
     with pytest.raises(ValueError, match="task"):
         pretrained.ranker_name("knapsack")
+    with pytest.raises(ValueError, match="epochs"):
+        pretrained.pretrained_ranker("tsp", epochs=0)
+
+
+def test_a_version_1_cache_file_is_not_reused(tmp_path, monkeypatch):
+    # the old (time-limited teachers) file name and a file at the new name whose record has no version
+    monkeypatch.setenv("NEURIPS26_CACHE", str(tmp_path))
+    r = dict(n=12, instances=3, states=4, epochs=1, seed=0)
+    monkeypatch.setitem(pretrained.RECIPES, "tsp", r)
+    old = EditRanker(TSPTask().feature_dims, hidden=4, layers=1)
+    save_ranker(old, tmp_path / "pace-tsp-ranker.pt", {"recipe": r})
+    save_ranker(old, pretrained.ranker_path("tsp"), {"recipe": r})
+    model, meta = pretrained.pretrained_ranker("tsp")
+    assert model.hidden == 32 and meta["version"] == pretrained.CACHE_VERSION
+
+
+@pytest.mark.parametrize("name", ["tsp", "atsp", "cvrp", "mis", "maxcut"])
+def test_teachers_are_deterministic_and_budgeted_by_work(name, monkeypatch):
+    # Two teacher runs on the same generated instances give the same solutions, and the run stops by
+    # its work budget (iterations / deterministic time), not by a wall clock: a slower or busier
+    # machine gets the same training data. Small budgets keep the test fast.
+    small = {"cvrp": dict(pyvrp_iterations=60), "mis": dict(ils_rounds=16, cpsat_det_s=0.2),
+             "maxcut": dict(cpsat_det_s=0.1)}.get(name, {})
+    r = dict(pretrained.RECIPES[name], instances=2, **small)
+    monkeypatch.setitem(pretrained.RECIPES, name, r)
+    if name in ("tsp", "atsp", "cvrp"):
+        r["n"] = 20
+    task, ref = pretrained.teacher(name)
+    insts = pretrained.training_instances(name, r, np.random.default_rng(0))
+    again = pretrained.training_instances(name, r, np.random.default_rng(0))
+    first = [ref.solve(i, seed=k + 1) for k, i in enumerate(insts)]
+    second = [pretrained.teacher(name)[1].solve(i, seed=k + 1) for k, i in enumerate(again)]
+    for a, b, inst in zip(first, second, insts):
+        assert task.key(a.sol) == task.key(b.sol) and a.cost == b.cost and a.feasible
+    stats = first[0].stats
+    if name == "cvrp":
+        assert stats["iterations"] == r["pyvrp_iterations"]
+    elif name in ("mis", "maxcut"):
+        assert r["cpsat_det_s"] <= stats["deterministic_time"] < r["cpsat_det_s"] + 0.1 or stats["optimal"]
+
+
+def test_clique_cover_covers_every_edge_with_cliques_and_the_ils_cpsat_teacher_is_exact_on_small_graphs():
+    import itertools
+
+    import networkx as nx
+
+    from neurips26.combinatorial.pace import Graph, MaxCliqueTask, MVCTask
+    from neurips26.combinatorial.pace.baselines import IlsCpSatMIS, clique_cover
+
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        g = rb_graph(rng, "small")
+        cover = clique_cover(g)
+        covered = np.zeros_like(g.A)
+        for c in cover:
+            assert len(c) >= 2 and all(g.A[a, b] for a, b in itertools.combinations(c.tolist(), 2))
+            covered[np.ix_(c, c)] = True
+        assert np.array_equal(covered & g.A, g.A)
+    # on graphs of 25 vertices the teacher reaches networkx's maximum weight clique of the complement
+    for k in range(6):
+        G = nx.gnp_random_graph(25, 0.2, seed=k)
+        g = Graph.from_networkx(G)
+        alpha = nx.max_weight_clique(nx.complement(G), weight=None)[1]
+        sol = IlsCpSatMIS(rounds=8, deterministic_s=2.0).solve(g, seed=1)
+        assert sol.feasible and int(sol.sol.sum()) == alpha
+        cover = IlsCpSatMIS(rounds=8, deterministic_s=2.0, task=MVCTask()).solve(g, seed=1)
+        assert cover.feasible and cover.cost == 25 - alpha
+        clique = IlsCpSatMIS(rounds=8, deterministic_s=2.0, task=MaxCliqueTask()).solve(G, seed=1)
+        assert clique.feasible and -clique.cost == nx.max_weight_clique(G, weight=None)[1]
+    with pytest.raises(ValueError, match="deterministic_s"):
+        IlsCpSatMIS(deterministic_s=0.0)
+    from neurips26.combinatorial.pace.baselines import CpSatMIS, PyVRPCVRP
+
+    with pytest.raises(ValueError, match="workers"):
+        CpSatMIS(workers=2, deterministic_s=1.0)
+    with pytest.raises(ValueError, match="iterations"):
+        PyVRPCVRP(iterations=0)
 
 
 class _Degree:
