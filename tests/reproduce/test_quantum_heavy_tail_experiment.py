@@ -15,7 +15,8 @@ def test_quantum_heavy_tail_contract_and_determinism(monkeypatch, tmp_path):
         ps=[2.0], ds=[1], seeds=3, K=2**10, K_opt=2**8, n_quantum=[10**5, 10**6, 10**7, 10**8],
         n_classical=[10**3, 10**4, 10**5, 10**6], eps=[0.3, 0.25, 0.2, 0.15], opt_d=2, d_sweep=[1, 2],
         d_sweep_eps=0.2, opt_seeds=2, boot=20, cross_n=[10**9, 10**10], cross_d=[1, 16, 256], cross_seeds=3,
-        cross_K=256, cvx_eps=[0.4, 0.3, 0.2, 0.15], cvx_d=2, cvx_seeds=2, K_cvx=2**8))
+        cross_K=256, cvx_eps=[0.4, 0.3, 0.2, 0.15], cvx_d=2, cvx_seeds=2, K_cvx=2**8,
+        cvx_logistic=True))  # the full size's logistic-regression convex sweep, at a tiny size
     exp = reproduce.get("quantum-heavy-tail")
     a = run_experiment(exp, tmp_path / "a", seed=1, quick=True)
     b = run_experiment(exp, tmp_path / "b", seed=1, quick=True)
@@ -58,8 +59,14 @@ def test_quantum_heavy_tail_contract_and_determinism(monkeypatch, tmp_path):
         assert tie[0]["ours"] == cq["slope"] and tie[0]["baseline"] == cc["slope"]
         assert tie[0]["diff"] == pytest.approx(exp_mod.TOL_OPT - abs(cq["slope"] - cc["slope"]))
     assert not any("Convex" in cl["claim"] and "not tested in this run" in cl["claim"] for cl in a["claims"])
+    # the logistic sweep mirrors the quadratic's: its own metrics, the tie claim with the problem's name in it
+    lq, lc = m["convex/logistic/p2.0/d2/qpsgd"], m["convex/logistic/p2.0/d2/psgd"]
+    assert lq["predicted"] == lc["predicted"] == 2.0 and len(lq["median_queries"]) == 4
+    ltie = [cl for cl in a["claims"] if cl["claim"].startswith("Convex, logistic regression, p = 2.0")]
+    assert len(ltie) == 1 and "no ε-speedup is predicted" in ltie[0]["claim"]
+    assert a["config"]["logistic"]["ridge"] == exp_mod.LOGI_RIDGE
     for png in ("mean_error_vs_queries.png", "queries_vs_inv_eps.png", "crossover_vs_d.png",
-                "convex_queries_vs_inv_eps.png"):
+                "convex_queries_vs_inv_eps.png", "convex_logistic_queries_vs_inv_eps.png"):
         assert (tmp_path / "a" / "quantum-heavy-tail" / png).exists()
 
 
@@ -111,3 +118,55 @@ def test_convex_cell_reaches_eps_and_counts_minibatches():
     o, _ = exp_mod._convex_problem(2, 2**8, 2.0)
     b = exp_mod.classical_batch(2.0, exp_mod._nu(o.noise, 2.0), 0.2 / (4 * exp_mod.CVX_RADIUS), 2)
     assert out["queries"] == [float(b * s) for s in out["steps"]]
+
+
+def test_logistic_problem_minimizer_matches_scikit_learn_and_its_oracle_is_unbiased():
+    """f* and x* of the logistic convex problem against scikit-learn (C = 1/(λ n), no intercept: the same
+    objective times n), and the gradient oracle's mean against central finite differences of f."""
+    sklearn = pytest.importorskip("sklearn.linear_model")
+    d = 2
+    A, y, w0 = exp_mod.logistic_data(d)
+    assert A.shape == (exp_mod.LOGI_N, d) and set(np.unique(y)) == {-1.0, 1.0}
+    o, xs, f_star, L = exp_mod._logistic_problem(d, 2**8, 1.5)
+    ref = sklearn.LogisticRegression(C=1 / (exp_mod.LOGI_RIDGE * len(y)), fit_intercept=False, tol=1e-12,
+                                     max_iter=10_000).fit(A, y)
+    w = ref.coef_[0]
+    assert np.allclose(xs, w, atol=1e-6)
+    f_ref = float(np.mean(np.log1p(np.exp(-y * (A @ w)))) + 0.5 * exp_mod.LOGI_RIDGE * w @ w)
+    assert f_star == pytest.approx(f_ref, abs=1e-11) and f_star <= f_ref + 1e-15
+    assert np.linalg.norm(xs) < exp_mod.CVX_RADIUS  # the minimizer is inside the projection ball
+    # L bounds the Hessian's spectrum over the ball (brute force on random points)
+    rng = np.random.default_rng(0)
+    for x in rng.uniform(-1, 1, (20, d)):
+        s = 1 / (1 + np.exp(-A @ x))
+        H = (A.T * (s * (1 - s))) @ A / len(y) + exp_mod.LOGI_RIDGE * np.eye(d)
+        assert np.linalg.eigvalsh(H)[-1] <= L + 1e-12
+    h = 1e-6
+    for x in (np.zeros(d), np.array([0.3, -0.7]), xs):
+        fd = np.array([(o.f(x + h * e) - o.f(x - h * e)) / (2 * h) for e in np.eye(d)])
+        law = o.at(x)
+        assert np.allclose(law.mean, fd, atol=1e-7)  # the oracle's mean is ∇f (the noise has mean 0)
+        assert np.allclose(o.grad(x), fd, atol=1e-7)
+    assert np.linalg.norm(o.grad(xs)) < 1e-12
+
+
+@pytest.mark.parametrize("method", exp_mod.CONVEX_METHODS)
+def test_logistic_convex_cell_reaches_eps(method):
+    """One logistic cell of each method at a tiny size: every seed reaches f(x̄) − f* ≤ ε within the step cap,
+    the quadratic's ConvexTask records are unchanged (the logistic cell is a record type of its own)."""
+    t = exp_mod.LogisticTask(2.0, 2, method, 0.3, 2, 2**8, 0)
+    out = exp_mod.run_convex(t)
+    assert all(out["reached"]) and all(0 < s < exp_mod.CVX_MAX_STEPS for s in out["steps"])
+    assert all(q > 0 for q in out["queries"])
+    from neurips26.reproduce._tasks import task_key
+
+    assert task_key(t) != task_key(exp_mod.ConvexTask(2.0, 2, method, 0.3, 2, 2**8, 0))
+    if method == "psgd":  # the classical cell's queries are the minibatch times the steps
+        o, *_ = exp_mod._logistic_problem(2, 2**8, 2.0)
+        b = exp_mod.classical_batch(2.0, exp_mod._nu(o.noise, 2.0), 0.3 / (4 * exp_mod.CVX_RADIUS), 2)
+        assert out["queries"] == [float(b * s) for s in out["steps"]]
+
+
+def test_logistic_sweep_is_in_the_full_size_only():
+    assert exp_mod.SIZES[False].get("cvx_logistic") is True
+    assert "cvx_logistic" not in exp_mod.SIZES[True]

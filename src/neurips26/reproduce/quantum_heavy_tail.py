@@ -10,7 +10,9 @@ inconclusive otherwise; "steeper than" compares the bootstrap draws of the two s
 Four sweeps: mean estimation (error vs queries), the high-dimensional crossover, nonconvex QNSGD
 (queries to ‖∇f‖ ≤ ε) and convex QPSGD (queries to f(x̄) − f* ≤ ε on a strongly convex quadratic on a
 ball, QPSGD on the unbiased MLMC estimator against classical projected minibatch SGD; at p = 2 both
-predicted exponents are 2 and the claim made is the tie).
+predicted exponents are 2 and the claim made is the tie). The full size runs the convex sweep a second
+time on ℓ2-regularized logistic regression on generated data (f* from Newton's method); the quick size
+runs the quadratic only.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import expit
 
 from ..quantum import (
     Ball, GradientOracle, HeavyTailedMean, MultivariateMean, QueryCounter, UnbiasedMLMC, classical_mean, clipped_sgd,
@@ -38,7 +41,8 @@ SIZES = {
                 n_quantum=[10**5, 10**6, 10**7, 10**8, 10**9], n_classical=[10**4, 10**5, 10**6, 10**7, 10**8],
                 eps=[0.4, 0.2, 0.1, 0.04], opt_d=4, d_sweep=[1, 2, 4, 8, 16], d_sweep_eps=0.2, opt_seeds=30, boot=2000,
                 cross_n=[10**10, 10**11, 10**12, 10**13], cross_d=[1, 4, 16, 64, 256, 1024, 4096, 16384], cross_seeds=30,
-                cross_K=4096, cvx_eps=[0.4, 0.2, 0.1, 0.04, 0.02], cvx_d=4, cvx_seeds=30, K_cvx=2**14),
+                cross_K=4096, cvx_eps=[0.4, 0.2, 0.1, 0.04, 0.02], cvx_d=4, cvx_seeds=30, K_cvx=2**14,
+                cvx_logistic=True),  # the convex sweep also on logistic regression (full size only)
 }
 DELTA = 0.05
 TOL_MEAN = 0.1   # the issue's tolerance on the mean-estimation slopes
@@ -54,6 +58,10 @@ CVX_EIG = (1.0, 3.0)  # the convex quadratic's Hessian spectrum (μ = 1, L = 3)
 CVX_RADIUS = 1.0      # the ball the convex methods project onto (diameter D = 2)
 CVX_LR = 1 / (2 * CVX_EIG[1])  # classical projected minibatch SGD's step 1/(2L)
 CVX_MAX_STEPS = 4000
+LOGI_N = 400       # samples of the generated logistic-regression data
+LOGI_STD = 2.0     # features N(0, LOGI_STD² I): L ≈ 1, μ ≈ 0.5 at d ≤ 8 (the quadratic's 3 and 1)
+LOGI_NORM = 0.5    # ‖w₀‖ of the model that draws the labels (the minimizer lands near it, in the ball)
+LOGI_RIDGE = 0.01  # λ of the ridge term λ/2 ‖x‖²: f strongly convex, its minimizer unique and computed exactly
 
 
 def _df(p: float) -> float:
@@ -210,6 +218,63 @@ def _convex_problem(d: int, K: int, p: float) -> tuple[GradientOracle, np.ndarra
                           lambda x: float(0.5 * (x - xs) @ A @ (x - xs))), xs
 
 
+def logistic_data(d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Generated data of a well-specified logistic model: features a_i ~ N(0, LOGI_STD² I) (i < LOGI_N),
+    labels y_i = ±1 with P(y_i = 1) = σ(a_iᵀw₀), ‖w₀‖ = LOGI_NORM; fixed by (d, seed). Returns (A, y, w₀)."""
+    d = int(d)
+    if d < 1:
+        raise ValueError(f"d must be a positive integer, got {d}")
+    rng = np.random.default_rng([3000 + d, int(seed)])
+    w0 = rng.standard_normal(d)
+    w0 *= LOGI_NORM / np.linalg.norm(w0)
+    A = LOGI_STD * rng.standard_normal((LOGI_N, d))
+    y = np.where(rng.random(LOGI_N) < expit(A @ w0), 1.0, -1.0)
+    return A, y, w0
+
+
+def logistic_loss(x, A, y, ridge: float = LOGI_RIDGE) -> float:
+    """f(x) = mean_i log(1 + exp(−y_i a_iᵀx)) + ridge/2 ‖x‖² (log-sum-exp form: no overflow)."""
+    return float(np.mean(np.logaddexp(0.0, -y * (A @ x))) + 0.5 * ridge * (x @ x))
+
+
+def logistic_grad(x, A, y, ridge: float = LOGI_RIDGE) -> np.ndarray:
+    return -(A.T @ (y * expit(-y * (A @ x)))) / len(y) + ridge * x
+
+
+def logistic_minimizer(A, y, ridge: float = LOGI_RIDGE, tol: float = 1e-14, max_iter: int = 100) -> np.ndarray:
+    """The minimizer of :func:`logistic_loss` by damped Newton's method (Armijo backtracking), to a Newton
+    decrement below ``tol``: f is strongly convex (ridge > 0) and smooth, so Newton converges quadratically and f*
+    is exact to rounding — the stopping rule f(x̄) − f* ≤ ε needs f* far more accurately than ε."""
+    x = np.zeros(A.shape[1])
+    for _ in range(max_iter):
+        g = logistic_grad(x, A, y, ridge)
+        s = expit(A @ x)
+        H = (A.T * (s * (1 - s))) @ A / len(y) + ridge * np.eye(A.shape[1])
+        step = np.linalg.solve(H, g)
+        dec = float(g @ step)
+        if dec <= tol**2:
+            return x
+        t, fx = 1.0, logistic_loss(x, A, y, ridge)
+        while logistic_loss(x - t * step, A, y, ridge) > fx - 0.25 * t * dec and t > 1e-10:
+            t /= 2
+        x = x - t * step
+    raise RuntimeError(f"Newton's method did not converge in {max_iter} iterations (decrement {dec:.3g})")
+
+
+def _logistic_problem(d: int, K: int, p: float) -> tuple[GradientOracle, np.ndarray, float, float]:
+    """f = :func:`logistic_loss` on :func:`logistic_data` (d, seed 0) with the same Student-t(p + 0.1) gradient
+    noise as the quadratic. Returns (oracle, x*, f*, L) with L = λ_max(AᵀA)/(4n) + λ the smoothness bound
+    (σ' ≤ 1/4), for the classical step 1/(2L). Refuses data whose minimizer is not inside the unit ball."""
+    A, y, _ = logistic_data(d)
+    xs = logistic_minimizer(A, y)
+    if not np.linalg.norm(xs) < CVX_RADIUS:
+        raise ValueError(f"the logistic minimizer (norm {np.linalg.norm(xs):.3g}) is not inside the ball of radius "
+                         f"{CVX_RADIUS}")
+    L = float(np.linalg.eigvalsh(A.T @ A)[-1]) / (4 * len(y)) + LOGI_RIDGE
+    return (GradientOracle(lambda x: logistic_grad(x, A, y), _law(p, d, K), lambda x: logistic_loss(x, A, y)),
+            xs, logistic_loss(xs, A, y), L)
+
+
 def mlmc_rate(p: float) -> float:
     """The MLMC level rate r: the midpoint of (1, 4(p−1)/p), where the expected cost (r > 1) and the variance
     (``2^{rj} E Δ_j² → 0`` with the quantum error ``n^{−2(p−1)/p}``: r < 4(p−1)/p) are both finite."""
@@ -251,26 +316,40 @@ class ConvexTask:
     seed: int
 
 
+@dataclass(frozen=True)
+class LogisticTask(ConvexTask):
+    """The same cell on the logistic-regression problem (a record type of its own rather than a field of
+    ConvexTask: the quadratic's task records, so its task seeds and cache keys, stay what they were)."""
+
+
+def _convex_setup(t: ConvexTask) -> tuple[GradientOracle, float, np.ndarray, float]:
+    """(oracle, f*, x₀ on the sphere opposite x*, the classical step 1/(2L)) of the cell's problem."""
+    if isinstance(t, LogisticTask):
+        o, xs, f_star, L = _logistic_problem(t.d, t.K, t.p)
+        return o, f_star, -CVX_RADIUS * xs / np.linalg.norm(xs), 1 / (2 * L)
+    o, _ = _convex_problem(t.d, t.K, t.p)
+    return o, 0.0, np.full(t.d, -CVX_RADIUS / math.sqrt(t.d)), CVX_LR
+
+
 def run_convex(t: ConvexTask) -> dict:
     """Queries until the averaged iterate is ε-optimal (f(x̄) − f* ≤ ε). Both methods aim at gradient accuracy
     ε/(2D) (D = 2R the diameter: a gradient error a costs at most aD in f): QPSGD through the MLMC level cap
     (its bias), step η = ε (convex SGD's η ∝ ε for unbiased gradients of bounded second moment); the
     classical method through the von Bahr–Esseen minibatch, step 1/(2L)."""
-    o, _ = _convex_problem(t.d, t.K, t.p)
+    o, f_star, x0, lr = _convex_setup(t)
     nu = _nu(o.noise, t.p)
     acc = t.eps / (4 * CVX_RADIUS)
-    x0 = np.full(t.d, -CVX_RADIUS / math.sqrt(t.d))  # on the sphere, opposite x*
     dom = Ball(CVX_RADIUS)
     mlmc = qpsgd_mlmc(HeavyTailedMean(t.p, nu, DELTA), acc, t.d) if t.method == "qpsgd" else None
     out = dict(queries=[], steps=[], reached=[])
     for s in range(t.seeds):
         rng = np.random.default_rng([t.seed, 11, s])
         if mlmc is not None:
-            tr = qpsgd(o, x0, eta=t.eps, domain=dom, mlmc=mlmc, max_queries=10**18, f_star=0.0, stop_eps=t.eps,
+            tr = qpsgd(o, x0, eta=t.eps, domain=dom, mlmc=mlmc, max_queries=10**18, f_star=f_star, stop_eps=t.eps,
                        max_steps=CVX_MAX_STEPS, rng=rng)
         else:
-            tr = projected_sgd(o, x0, eta=CVX_LR, domain=dom, estimator=minibatch_estimator(classical_batch(t.p, nu, acc, t.d)),
-                               max_queries=10**18, f_star=0.0, stop_eps=t.eps, max_steps=CVX_MAX_STEPS, rng=rng)
+            tr = projected_sgd(o, x0, eta=lr, domain=dom, estimator=minibatch_estimator(classical_batch(t.p, nu, acc, t.d)),
+                               max_queries=10**18, f_star=f_star, stop_eps=t.eps, max_steps=CVX_MAX_STEPS, rng=rng)
         out["queries"].append(float(tr.queries[-1]))
         out["steps"].append(len(tr.queries) - 1)
         out["reached"].append(bool(tr.reached))
@@ -342,6 +421,8 @@ def run(ctx: RunContext) -> None:
     S = SIZES[ctx.quick]
     ctx.config.update(S, delta=DELTA, tol_mean=TOL_MEAN, tol_opt=TOL_OPT, shift=SHIFT, backend="analytic",
                       df="p + 0.1 (Student-t, quantile-discretized)")
+    if S.get("cvx_logistic", False):
+        ctx.config.update(logistic=dict(n=LOGI_N, feature_std=LOGI_STD, w0_norm=LOGI_NORM, ridge=LOGI_RIDGE))
     rng = np.random.default_rng(ctx.seed)
     kinds = {"quantum": S["n_quantum"], "median_of_means": S["n_classical"], "sample_mean": S["n_classical"]}
     mtasks = [MeanTask(p, d, k, n, S["seeds"], S["K"], ctx.seed) for p in S["ps"] for d in S["ds"]
@@ -364,11 +445,16 @@ def run(ctx: RunContext) -> None:
     vtasks = [ConvexTask(p, S["cvx_d"], m, e, S["cvx_seeds"], S["K_cvx"], ctx.seed) for p in S["ps"]
               for m in CONVEX_METHODS for e in S["cvx_eps"]]
     vres = ctx.map(run_convex, vtasks, description="convex cells")
+    ltasks = [LogisticTask(p, S["cvx_d"], m, e, S["cvx_seeds"], S["K_cvx"], ctx.seed) for p in S["ps"]
+              for m in CONVEX_METHODS for e in S["cvx_eps"]] if S.get("cvx_logistic", False) else []
+    lres = ctx.map(run_convex, ltasks, description="convex cells (logistic regression)") if ltasks else []
     mean = {(t.p, t.d, t.kind, t.n): r for t, r in zip(mtasks, res)}
     opt = {(t.p, t.d, t.method, t.eps): r for t, r in zip(otasks, ores)}
     _record(ctx, S, mean, opt, kinds, rng)
     _record_cross(ctx, S, cross, rng)
     _record_convex(ctx, S, {(t.p, t.method, t.eps): r for t, r in zip(vtasks, vres)}, rng)
+    if ltasks:
+        _record_convex(ctx, S, {(t.p, t.method, t.eps): r for t, r in zip(ltasks, lres)}, rng, problem="logistic")
     _spot_check(ctx)
 
 
@@ -584,10 +670,17 @@ def _record_cross(ctx, S, cross, rng) -> None:
     plt.close(fig)
 
 
-def _record_convex(ctx, S, cvx, rng) -> None:
+def _record_convex(ctx, S, cvx, rng, problem: str = "quadratic") -> None:
     """Convex claims: at p < 2 QPSGD's exponent in 1/ε is (3p−2)/(2p−2) ± TOL_OPT, the classical one p/(p−1)
     ± TOL_OPT, and QPSGD's is the lower; at p = 2 both predictions are 2, so the claim there is the tie (the
-    exponent gap within ± TOL_OPT of 0)."""
+    exponent gap within ± TOL_OPT of 0). ``problem`` "quadratic" (names as they were before logistic regression
+    was added) or "logistic" (the same claims, tables and figure with the problem's name in them)."""
+    if problem not in ("quadratic", "logistic"):
+        raise ValueError(f"problem must be 'quadratic' or 'logistic', got {problem!r}")
+    logi = problem == "logistic"
+    head = "Convex, logistic regression" if logi else "Convex"
+    what = "ℓ2-regularized logistic regression on generated data, on a ball" if logi else \
+        "strongly convex quadratic on a ball"
     inv = [1 / e for e in S["cvx_eps"]]
     n, d = S["cvx_seeds"], S["cvx_d"]
     fits, draws, rows = {}, {}, []
@@ -603,7 +696,7 @@ def _record_convex(ctx, S, cvx, rng) -> None:
                                 median_queries=[float(np.median(c["queries"])) for c in cells],
                                 median_steps=[float(np.median(c["steps"])) for c in cells])
             draws[(p, m)] = dr
-            ctx.metric(f"convex/p{p}/d{d}/{m}", fits[(p, m)])
+            ctx.metric(f"convex/logistic/p{p}/d{d}/{m}" if logi else f"convex/p{p}/d{d}/{m}", fits[(p, m)])
             rows.append((p, "QPSGD (MLMC)" if m == "qpsgd" else "projected minibatch SGD", sl, f"[{lo:.2f}, {hi:.2f}]",
                          pred, st, fits[(p, m)]["reached"]))
         q, c = fits[(p, "qpsgd")], fits[(p, "psgd")]
@@ -611,21 +704,21 @@ def _record_convex(ctx, S, cvx, rng) -> None:
         capped = f" — not tested: a seed hit the {CVX_MAX_STEPS}-step cap before f(x̄) − f* ≤ ε"
         if q["predicted"] != c["predicted"]:
             for name, f in (("QPSGD", q), ("classical projected minibatch SGD", c)):
-                text = (f"Convex, p = {p}, d = {d}: {name}'s queries to f(x̄) − f* ≤ ε grow as ε^-{f['predicted']:.2f} "
-                        f"(strongly convex quadratic on a ball, ε = {S['cvx_eps']}, ± {TOL_OPT}; 95% bootstrap CI "
+                text = (f"{head}, p = {p}, d = {d}: {name}'s queries to f(x̄) − f* ≤ ε grow as ε^-{f['predicted']:.2f} "
+                        f"({what}, ε = {S['cvx_eps']}, ± {TOL_OPT}; 95% bootstrap CI "
                         f"[{f['ci'][0]:.2f}, {f['ci'][1]:.2f}] within the band; baseline: predicted)")
                 if f["reached"]:
                     decide_within(ctx, text, f["slope"], f["ci"], f["predicted"], TOL_OPT, n)
                 else:
                     ctx.claim(text + capped, ours=f["slope"], baseline=f["predicted"], holds=None)
-            text = (f"Convex, p = {p}, d = {d}: QPSGD's query exponent in 1/ε is below classical projected minibatch "
+            text = (f"{head}, p = {p}, d = {d}: QPSGD's query exponent in 1/ε is below classical projected minibatch "
                     "SGD's (95% bootstrap interval of the exponent difference)")
             if both:
                 decide_steeper(ctx, text, q["slope"], draws[(p, "qpsgd")], c["slope"], draws[(p, "psgd")], n)
             else:
                 ctx.claim(text + capped, ours=q["slope"], baseline=c["slope"], holds=None)
         else:
-            text = (f"Convex, p = {p}, d = {d}: no ε-speedup is predicted (both exponents {q['predicted']:.0f}): the "
+            text = (f"{head}, p = {p}, d = {d}: no ε-speedup is predicted (both exponents {q['predicted']:.0f}): the "
                     f"exponent gap QPSGD − classical is 0 ± {TOL_OPT} (ours: QPSGD, baseline: classical projected "
                     "minibatch SGD; 95% bootstrap interval of the gap within the band)")
             if both:
@@ -635,25 +728,36 @@ def _record_convex(ctx, S, cvx, rng) -> None:
                            method=f"{BOOT_METHOD}, difference of two independent fits' draws; figure: {TOL_OPT} - |gap|")
             else:
                 ctx.claim(text + capped, ours=q["slope"], baseline=c["slope"], holds=None)
-    ctx.table(f"Convex (d = {d}): fitted exponent of the median queries to f(x̄) − f* ≤ ε in 1/ε",
+    ctx.table(f"{head} (d = {d}): fitted exponent of the median queries to f(x̄) − f* ≤ ε in 1/ε",
               ["p", "method", "exponent", "95% CI", "predicted", "steps exponent", "all seeds reached ε"], rows)
-    ctx.text("Convex sweep: f(x) = ½ (x − x*)ᵀA(x − x*) on the unit ball (A's spectrum 1..3, rotated; x* inside, "
-             "f* = 0), Student-t(p + 0.1) gradient noise, x₀ on the sphere opposite x*; stopping at the first averaged "
-             "iterate with f(x̄) − f* ≤ ε. Both methods aim at gradient accuracy ε/(2D), D = 2: QPSGD through the "
-             "MLMC level cap (rate r = (1 + 4(p−1)/p)/2, unbiased for the top level), step η = ε; the classical "
-             f"projected minibatch SGD through the von Bahr–Esseen minibatch, step 1/(2L) = {CVX_LR:.3g}.")
+    if logi:
+        ctx.text(f"Convex sweep on logistic regression: f(x) = mean_i log(1 + exp(−y_i a_iᵀx)) + {LOGI_RIDGE}/2 ‖x‖² on "
+                 f"{LOGI_N} generated samples (a_i ~ N(0, {LOGI_STD}² I), y_i = ±1 from a logistic model with ‖w₀‖ = "
+                 f"{LOGI_NORM}), on the unit ball (the minimizer inside; f* by Newton's method), the same Student-t(p + 0.1) "
+                 "gradient noise, x₀ on the sphere opposite x*, the same stopping rule and schedules as the quadratic; "
+                 "the classical step is 1/(2L) with L = λ_max(AᵀA)/(4n) + λ.")
+    else:
+        ctx.text("Convex sweep: f(x) = ½ (x − x*)ᵀA(x − x*) on the unit ball (A's spectrum 1..3, rotated; x* inside, "
+                 "f* = 0), Student-t(p + 0.1) gradient noise, x₀ on the sphere opposite x*; stopping at the first averaged "
+                 "iterate with f(x̄) − f* ≤ ε. Both methods aim at gradient accuracy ε/(2D), D = 2: QPSGD through the "
+                 "MLMC level cap (rate r = (1 + 4(p−1)/p)/2, unbiased for the top level), step η = ε; the classical "
+                 f"projected minibatch SGD through the von Bahr–Esseen minibatch, step 1/(2L) = {CVX_LR:.3g}.")
     plt = pyplot()
     fig, axes = plt.subplots(1, len(S["ps"]), figsize=(4.6 * len(S["ps"]), 3.6), squeeze=False)
     for ax, p in zip(axes[0], S["ps"]):
         for m, style in (("qpsgd", "o-"), ("psgd", "s--")):
             f = fits[(p, m)]
             ax.loglog(inv, f["median_queries"], style, label=f"{m} (exp. {f['slope']:.2f}, pred. {f['predicted']:.2f})")
-        ax.set_title(f"convex, p = {p}, d = {d}")
+        ax.set_title(f"{'logistic' if logi else 'convex'}, p = {p}, d = {d}")
         ax.set_xlabel("1/ε")
         ax.set_ylabel("median queries to f(x̄) − f* ≤ ε")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    ctx.figure(fig, "convex_queries_vs_inv_eps", "Convex: simulated queries to an ε-optimal averaged iterate, log–log.")
+    if logi:
+        ctx.figure(fig, "convex_logistic_queries_vs_inv_eps", "Convex, logistic regression: simulated queries to an "
+                   "ε-optimal averaged iterate, log–log.")
+    else:
+        ctx.figure(fig, "convex_queries_vs_inv_eps", "Convex: simulated queries to an ε-optimal averaged iterate, log–log.")
     plt.close(fig)
 
 
