@@ -1,0 +1,64 @@
+"""The math word-problem task of the paretom3 reproduction (full run and scripts/paretom3_gpu.py) at a tiny size."""
+
+import json
+import random
+import re
+import runpy
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neurips26.reproduce import paretom3 as exp_mod
+from neurips26.reproduce._common import CharTokenizer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("family", exp_mod.MATH_FAMILIES)
+def test_generated_problems_have_the_right_answers(family):
+    """Independent reference: the numbers read back from the text, combined as the family says."""
+    items = exp_mod._math_problems(family, 300, random.Random(0))
+    assert len({qa.prompt for qa in items}) == 300
+    tok = CharTokenizer()
+    for qa in items:
+        tok.encode(qa.prompt + qa.answer)  # every character is in the tokenizer's alphabet
+        nums = [int(v) for v in re.findall(r"\d+", qa.prompt)]
+        expected = nums[0] + nums[1] - nums[2] if family == "addsub" else nums[0] * nums[1] * nums[2]
+        assert int(qa.answer) == expected and expected >= 0
+
+
+def test_unknown_family_and_config_are_rejected():
+    with pytest.raises(ValueError, match="family"):
+        exp_mod._math_problems("div", 3, random.Random(0))
+    t = exp_mod.MathTask("LS", (0.5, 0.5), ((0.5, 0.5),), 0, 0, 2, "huge", 8, 4, 2)
+    with pytest.raises(ValueError, match="config"):
+        exp_mod.math_run(t)
+
+
+def test_math_runs_spend_the_same_budget_and_report_consistent_metrics():
+    rays = tuple(map(tuple, exp_mod._rays(2).tolist()))
+    for method in exp_mod.MATH_METHODS:
+        t = exp_mod.MathTask(method, rays[1], rays, 1, 0, 8, "tiny", 32, 16, 4, merit_steps=2)
+        out = exp_mod.run_math(t)
+        assert out["backward_passes"] == 8  # the same budget in backward passes (ParetoM3: 4 steps, LS: 8)
+        assert len(out["acc"]) == 2 and all(0.0 <= a <= 1.0 for a in out["acc"])
+        L, inv = np.asarray(out["train_loss"]), 1 / np.asarray(rays[1])
+        assert out["alignment"] == pytest.approx(float(L @ inv / np.linalg.norm(L) / np.linalg.norm(inv)))
+        assert out["merit"] >= 0.0
+
+
+def test_gpu_script_smoke_on_cpu(tmp_path, monkeypatch):
+    out = tmp_path / "math.json"
+    monkeypatch.setattr(sys, "argv", ["paretom3_gpu.py", "--device", "cpu", "--tiny", "--out", str(out),
+                                      "--methods", "LS", "ParetoM3"])
+    runpy.run_path(str(ROOT / "scripts" / "paretom3_gpu.py"), run_name="__main__")
+    res = json.loads(out.read_text())
+    assert res["settings"]["config"] == "tiny" and res["settings"]["parameters"] > 0
+    assert len(res["runs"]) == 2 * 2  # methods x rays x 1 seed
+    assert {r["method"] for r in res["runs"]} == {"LS", "ParetoM3"}
+    # the ~100 M configuration the script runs by default
+    cfg = exp_mod.MATH_CONFIGS["gpu100m"]
+    h, f, n = cfg["hidden"], cfg["ffn"], cfg["layers"]
+    assert 80e6 < n * (4 * h * h + 3 * h * f) < 120e6
