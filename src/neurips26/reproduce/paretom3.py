@@ -357,6 +357,25 @@ class DigitsTask:
     n_test: int
 
 
+def _on_flat_parameters(model, objectives):
+    """``(F, x)``: the objective vector as a function of the model's parameters flattened into one
+    vector (what :func:`weak_pareto_merit` takes), and their current value. ``objectives(call)``
+    computes the losses with ``call(*args, **kwargs)``, the model run on the parameters x."""
+    names = [n for n, _ in model.named_parameters()]
+    shapes = [p.shape for _, p in model.named_parameters()]
+    flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+    def F(x):
+        params, at = {}, 0
+        for n, s in zip(names, shapes):
+            k = math.prod(s)
+            params[n] = x[at:at + k].view(s)
+            at += k
+        return objectives(lambda *args, **kwargs: torch.func.functional_call(model, params, args, kwargs))
+
+    return F, flat
+
+
 @one_thread
 def run_digits(t: DigitsTask) -> dict:
     torch.manual_seed(t.seed)
@@ -376,18 +395,7 @@ def run_digits(t: DigitsTask) -> dict:
         acc = (pred == Yte).float().mean(0).tolist()
         train_loss = _digit_objectives(model, (Xtr, Ytr)).tolist()
     # Merit u_α at the end on the training losses (the flattened parameters).
-    names = [n for n, _ in model.named_parameters()]
-    shapes = [p.shape for _, p in model.named_parameters()]
-    flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-
-    def F(x):
-        params, at = {}, 0
-        for n, s in zip(names, shapes):
-            k = math.prod(s)
-            params[n] = x[at:at + k].view(s)
-            at += k
-        return _digit_objectives(lambda X: torch.func.functional_call(model, params, (X,)), (Xtr, Ytr))
-
+    F, flat = _on_flat_parameters(model, lambda call: _digit_objectives(call, (Xtr, Ytr)))
     merit = weak_pareto_merit(F, flat, ALPHA, inner_steps=30, tol=1e-9).value
     inv = 1 / np.asarray(t.ray)
     L = np.asarray(train_loss)
@@ -691,18 +699,7 @@ def math_run(t: MathTask) -> dict:
     out = {"acc": acc, "train_loss": train_loss.tolist(), "backward_passes": opt.backward_passes,
            "alignment": float(train_loss @ inv / (np.linalg.norm(train_loss) * np.linalg.norm(inv)))}
     if t.merit_steps > 0:
-        names = [n for n, _ in model.named_parameters()]
-        shapes = [p.shape for _, p in model.named_parameters()]
-        flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-
-        def F(x):
-            params, at = {}, 0
-            for n, s in zip(names, shapes):
-                k = math.prod(s)
-                params[n] = x[at:at + k].view(s)
-                at += k
-            return _math_objectives(lambda **kw: torch.func.functional_call(model, params, (), kw), fixed)
-
+        F, flat = _on_flat_parameters(model, lambda call: _math_objectives(call, fixed))
         out["merit"] = weak_pareto_merit(F, flat, ALPHA, inner_steps=t.merit_steps, tol=1e-9).value
     return out
 
