@@ -66,6 +66,9 @@ def test_compare_is_exact_on_the_same_machine_and_tolerant_elsewhere():
                    ["holds"])
     assert compare(ref, same)[1].startswith("ppl:")  # one ulp-ish change fails on the same machine; timings ignored
     assert compare(ref, _result({"ppl": 7.65, "curve": [1.0, 0.5]}, ["holds"])) == []
+    costs = {"cost_s_per_iteration": {"10": {"EPO": {"mean": 0.03}}}, "cost_ratio_m10_over_m2": {"EPO": [3.9]}}
+    moved = {"cost_s_per_iteration": {"10": {"EPO": {"mean": 0.02}}}, "cost_ratio_m10_over_m2": {"EPO": [4.1]}}
+    assert compare(_result({"ppl": 7.65} | costs, ["holds"]), _result({"ppl": 7.65} | moved, ["holds"])) == []
     other = _result({"ppl": 7.65 * 1.01, "curve": [1.0, 0.5]}, ["holds"], torch_cpu_capability="AVX512")
     assert compare(ref, other) == []  # 1 % on another machine type: within tolerance
     far = _result({"ppl": 7.65 * 1.05, "curve": [1.0, 0.5]}, ["holds"], torch_cpu_capability="AVX512")

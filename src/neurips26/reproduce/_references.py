@@ -21,8 +21,10 @@ from ._harness import verdict
 RTOL = 0.02  # relative, another machine type: perplexities and accuracies within 2 %
 ATOL = 1e-6  # absolute, for metrics that are zero or nearly so
 DIVERGED = 1e12  # on another machine type, two values both beyond this (a baseline that blew up) agree
-# metrics that are measured times, not results: never compared
-TIMING = re.compile(r"(^|[/._\s])(timing|wall|time|seconds|s_per_step)([/._\s\[]|$)|_s$|_s[/.\[]")
+# metrics that are measured times, or ratios of them (paretom3's cost per iteration and its growth in m), not
+# results: never compared
+TIMING = re.compile(r"(^|[/._\s])(timing|wall|time|seconds|s_per_step|s_per_iteration|cost_ratio)([/._\s\[]|$)"
+                    r"|_s$|_s[/.\[]")
 MACHINE_KEYS = ("cpu", "torch", "torch_cpu_capability", "torch_threads")
 
 
