@@ -341,14 +341,17 @@ class ElasticCache(CacheRule):
         return logits, hs, (n_q * (start_layer + 1) + N * (self._L - start_layer)) / self._L
 
     # --- sliding-window mode -------------------------------------------------------------------------------
-    def _track(self, key_mask, s, e):
+    def _set_window(self, s, e):
+        """This step's window M^t_β as a (B, N) mask (``self._allowed``: the positions that may commit)."""
+        self._allowed = torch.zeros_like(self._masked)
+        self._allowed[:, s:e] = window_mask(self._masked[:, s:e], self.window)
+
+    def _track(self, key_mask):
         """T^l per layer (B, k): the decoded/prompt tokens the window's queries attend most, from the rows now
-        held (``self._rows``); also remembers the window (B, N) these rows were scored with."""
-        win = torch.zeros_like(self._masked)
-        win[:, s:e] = window_mask(self._masked[:, s:e], self.window)
+        held (``self._rows``)."""
         eligible = key_mask & ~self._masked
         k = max(1, min(self.top_k, int(eligible.sum(1).min())))
-        w = win.float()
+        w = self._allowed.float()
         self._T = []
         for li in range(self._L):
             score = (w[:, :, None] * self._rows[li]).sum(1).masked_fill(~eligible, float("-inf"))  # (B, N)
@@ -367,15 +370,13 @@ class ElasticCache(CacheRule):
             self._inputs, self._rows, self._out = inputs, [rec[li].float() for li in range(self._L)], h
             self._started = True
             self._dirty.zero_()
-            self._track(key_mask, s, e)
-            self._allowed = torch.zeros_like(key_mask)
-            self._allowed[:, s:e] = window_mask(self._masked[:, s:e], self.window)
+            self._set_window(s, e)
+            self._track(key_mask)
             logits, hs = self._head(model, h[:, s:e])
             return logits, hs, N
         self._masked = x == self._mask_id
-        win = window_mask(self._masked[:, s:e], self.window)
-        sel = self._dirty.any(0).clone()
-        sel[s:e] |= win.any(0)
+        self._set_window(s, e)
+        sel = self._dirty.any(0) | self._allowed.any(0)
         for T in self._T:
             sel[T.flatten()] = True
         sel &= key_mask.any(0)
@@ -412,9 +413,7 @@ class ElasticCache(CacheRule):
                 self._inputs[li] = inputs[li]
                 self._rows[li] = rec[li].float()
             cost = (n_q * (start_layer + 1) + N * (self._L - start_layer)) / self._L
-        self._track(key_mask, s, e)
-        self._allowed = torch.zeros_like(key_mask)
-        self._allowed[:, s:e] = win
+        self._track(key_mask)
         logits, hs = self._head(model, self._out[:, s:e])
         return logits, hs, cost
 
