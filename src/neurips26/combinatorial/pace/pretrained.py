@@ -47,7 +47,6 @@ RECIPES = {
 }
 _SHARED = {"tsp": "tsp", "atsp": "atsp", "cvrp": "cvrp", "mis": "mis", "mvc": "mis", "mcl": "mis", "maxcut": "maxcut"}
 TASK_NAMES = tuple(_SHARED)  # the task names a ranker can be asked for
-_KNOBS = ("epochs", "instances", "seed")  # the recipe entries a caller may override
 
 
 def ranker_name(task: str) -> str:
