@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from .._checks import check_int, check_real
 from .mean import HeavyTailedMean
 from .multivariate import MultivariateMean
+from .qae import MAX_M
 
 __all__ = ["QueryPlan", "plan_queries", "crossover_dimension", "sample_mean_queries", "median_of_means_blocks",
            "geometric_mom_blocks", "hilbert_vbe_constant", "QUANTUM_ESTIMATORS", "CLASSICAL_ESTIMATORS"]
@@ -121,22 +122,21 @@ def geometric_mom_blocks(p: float, moment_bound: float, eps: float, delta: float
 PLANNER_MAX_M = 10**6  # the planner counts queries of any size: the simulator's MAX_M does not bind it
 
 
+def _quantum_plans(p, nu, eps, delta, d) -> dict:
+    """Each quantum estimator's own plan, with the simulator's cap lifted."""
+    return {"heavy_tailed_mean": HeavyTailedMean(p, nu, delta).plan(eps, d, max_m=PLANNER_MAX_M),
+            "multivariate_mean": MultivariateMean(p, d * nu, delta).plan(eps, d, max_m=PLANNER_MAX_M)}
+
+
 def _quantum(p, nu, eps, delta, d) -> dict:
-    return {"heavy_tailed_mean": int(HeavyTailedMean(p, nu, delta).plan(eps, d, max_m=PLANNER_MAX_M).queries),
-            "multivariate_mean": int(MultivariateMean(p, d * nu, delta).plan(eps, d, max_m=PLANNER_MAX_M).queries)}
+    return {name: int(plan.queries) for name, plan in _quantum_plans(p, nu, eps, delta, d).items()}
 
 
-def _simulable(p, nu, eps, delta, d) -> dict:
-    """Whether each estimator's own (capped) plan accepts (eps, d)."""
-    out = {}
-    for name, make in (("heavy_tailed_mean", lambda: HeavyTailedMean(p, nu, delta).plan(eps, d)),
-                       ("multivariate_mean", lambda: MultivariateMean(p, d * nu, delta).plan(eps, d))):
-        try:
-            make()
-            out[name] = True
-        except ValueError:
-            out[name] = False
-    return out
+def _simulable(plans: dict) -> dict:
+    """Whether each estimator's own (capped) plan would accept the same (eps, d): every level's QAE
+    within the simulator's 2^MAX_M Grover powers."""
+    return {"heavy_tailed_mean": max(plans["heavy_tailed_mean"].m) <= MAX_M,
+            "multivariate_mean": max(level.m_q for level in plans["multivariate_mean"].levels) <= MAX_M}
 
 
 def _classical(p, nu, eps, delta, d) -> dict:
@@ -247,7 +247,9 @@ def plan_queries(p: float, moment_bound: float, d: int, eps: float, delta: float
         delta: failure probability in (0, 1).
     """
     p, nu, eps, delta, d = _check(p, moment_bound, eps, delta, d)
-    q, c = _quantum(p, nu, eps, delta, d), _classical(p, nu, eps, delta, d)
+    plans = _quantum_plans(p, nu, eps, delta, d)
+    q = {name: int(plan.queries) for name, plan in plans.items()}
+    c = _classical(p, nu, eps, delta, d)
     dstar, note = crossover_dimension(p, nu, eps, delta)
-    return QueryPlan(p, nu, d, eps, delta, tuple(q.items()), tuple(c.items()),
-                     tuple(_simulable(p, nu, eps, delta, d).items()), dstar, note)
+    return QueryPlan(p, nu, d, eps, delta, tuple(q.items()), tuple(c.items()), tuple(_simulable(plans).items()),
+                     dstar, note)
