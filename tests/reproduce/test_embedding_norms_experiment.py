@@ -90,3 +90,87 @@ def test_signed_interval_and_estimate_inside_it():
     assert exp_mod._signed_interval(0.3, [0.2, 0.4], +1) == (0.3, [0.2, 0.4])
     assert exp_mod._estimate_in(0.5, [0.1, 0.2, 0.3], [0.0, 0.4]) == 0.2  # outside: the bootstrap median
     assert exp_mod._estimate_in(0.3, [0.1], [0.0, 0.4]) == 0.3
+
+
+# --- the full size's "every word / every example / every gloss" path (sizes None), on a fake WordNet ---
+
+class _Lemma:
+    def __init__(self, name, count):
+        self._name, self._count = name, count
+
+    def name(self):
+        return self._name
+
+    def count(self):
+        return self._count
+
+
+class _Synset:
+    def __init__(self, i, word, has_example):
+        self.i, self.word, self.has_example = i, word, has_example
+
+    def definition(self):
+        return f"def {self.i}"
+
+    def examples(self):
+        return [f"ex {self.i}"] if self.has_example else []
+
+    def min_depth(self):
+        return 1 + self.i % 7
+
+    def lemmas(self):
+        return [_Lemma(self.word, self.i % 5)]
+
+
+class _FakeWordNet:
+    """40 synsets, one noun lemma each (plus two names the word filter drops); 3 in 4 have a usage example."""
+
+    def __init__(self):
+        words = [f"wrd{chr(97 + i % 26)}{chr(97 + i // 26)}" for i in range(40)]  # lowercase, alphabetic, >= 3 letters
+        self.synsets_ = [_Synset(i, w, i % 4 != 0) for i, w in enumerate(words)]
+        self.by_word = {s.word: [s] for s in self.synsets_}
+
+    def all_lemma_names(self, pos):
+        return [*self.by_word, "New_York", "ab"]
+
+    def synsets(self, word, pos=None):
+        return self.by_word.get(word, [])
+
+    def all_synsets(self):
+        return iter(self.synsets_)
+
+
+def _fake_raw_embeddings(model, texts, batch_size=64):
+    """Gloss i and example i share a direction (so retrieval is right on some and wrong on others, from the noise)."""
+    import torch
+
+    from neurips26.embeddings import RawEmbeddings
+
+    rows = []
+    for t in texts:
+        kind, _, key = t.partition(" ")
+        i = int(key) if key.isdigit() else sum(map(ord, t))
+        base = np.random.default_rng(i).standard_normal(8)
+        noise = np.random.default_rng(10_000 + i).standard_normal(8) * (0.3 + 1.5 * (i % 3 == 0)) if kind == "ex" else 0
+        rows.append((base + noise) * (1 + (i % 4)))
+    e = torch.tensor(np.array(rows), dtype=torch.float32)
+    return RawEmbeddings(e, e.norm(dim=1))
+
+
+def test_full_size_path_uses_every_word_example_and_gloss(monkeypatch):
+    import torch
+
+    import neurips26.embeddings as emb
+
+    fake = _FakeWordNet()
+    monkeypatch.setattr(exp_mod, "_resources", lambda device="cpu": (fake, type("M", (), {"device": torch.device("cpu")})()))
+    monkeypatch.setattr(emb, "raw_embeddings", _fake_raw_embeddings)
+    full = exp_mod.SIZES[False]
+    assert full["words"] is None and full["queries"] is None and full["corpus"] is None
+    norms = exp_mod.run_wordnet(exp_mod.WordNetTask("norms", None, None, None, 50, 0))
+    assert norms["n_words"] == 40 and len(norms["per_word"]["norm"]) == 40  # every qualifying noun, no sample
+    ret = exp_mod.run_wordnet(exp_mod.WordNetTask("retrieval", None, None, None, 50, 0))
+    assert ret["n_queries"] == 30 and ret["n_docs"] == 40  # every usage example against every gloss
+    assert ret["n_test"] == 15 and 0.0 < ret["accuracy"] < 1.0
+    for v in ret["per_confidence"].values():
+        assert 0.0 <= v["auroc"] <= 1.0 and math.isfinite(v["ece"])
