@@ -158,3 +158,19 @@ def test_history_and_recorder_validate():
         info_nce(torch.ones(2, 3), torch.ones(4, 2), torch.zeros(2, dtype=torch.int64))
     with pytest.raises(ValueError, match="temperature"):
         info_nce(torch.ones(2, 3), torch.ones(4, 3), torch.zeros(2, dtype=torch.int64), temperature=0.0)
+
+
+def test_recorder_history_across_its_storage_blocks_equals_a_hand_log():
+    # 600 steps cross two of the recorder's 256-step storage blocks; every logged row must equal what the
+    # step computed, in order (the history is the recorder's record, not a copy of its last block)
+    tangent, sq = [], []
+
+    def check(x, g, x_new):
+        tangent.append(tangential_energy(x, g))
+        sq.append(x_new.pow(2).sum(-1))
+
+    hist, table = _train(lambda p: torch.optim.Adam(p, lr=0.01), steps=600, check=check)
+    assert hist.steps == 600 and hist.tangent_sq.shape == (600, table.shape[0])
+    torch.testing.assert_close(hist.tangent_sq, torch.stack(tangent), rtol=0, atol=0)
+    torch.testing.assert_close(hist.sq_norms[1:], torch.stack(sq), rtol=0, atol=0)
+    assert hist.step_sq.shape == hist.radial.shape == (600, table.shape[0])
