@@ -371,7 +371,9 @@ def _retrieval_part(task: WordNetTask, wn, model) -> dict:
 
 def run(ctx: RunContext) -> None:
     size = SIZES[ctx.quick]
-    ctx.config.update(size, tau=TAU, lr=dict(LR), predicted_signs_sgd=dict(PREDICTED_SIGN))
+    # the full size's None ("every word / example / gloss") is recorded as "all": config values are numbers or text
+    ctx.config.update({k: "all" if v is None else v for k, v in size.items()}, tau=TAU, lr=dict(LR),
+                      predicted_signs_sgd=dict(PREDICTED_SIGN))
     rng = np.random.default_rng(ctx.seed)
     wn_seed = int(rng.integers(2**31))
     seeds = [ctx.seed + i for i in range(size["seeds"])]
