@@ -1,7 +1,7 @@
 """Bench: tokens/s (wall, torch threads 2) and positions x layers recomputed per generated token for each
 decoder at batch 1 and 16 on CPU, on the polestar quick model (trained and cached on first use) and its
-held-out prompts. Besides the reproduction's decoders, one row runs Elastic-Cache with its sliding window
-(beta = 4 leftmost masked positions, one block over the whole answer, as in the paper; threshold 0.9 inside the
+held-out prompts, one configuration per decoder family of the reproduction (Elastic-Cache's sliding window:
+beta = 4 leftmost masked positions, one block over the whole answer, as in the paper; threshold 0.9 inside the
 window). Usage: python benchmarks/bench_polestar.py [--out benchmarks/RESULTS_polestar.md]"""
 
 from __future__ import annotations
@@ -13,24 +13,14 @@ from pathlib import Path
 import torch
 
 from _timing import best_of
-from neurips26.dllm import ElasticCache, Threshold, decode, encode_batch
+from neurips26.dllm import decode, encode_batch
 from neurips26.dllm.model import pretrained_dllm
 from neurips26.dllm.tasks import TOKENIZER
 from neurips26.reproduce._pinning import pin_numerics
 from neurips26.reproduce.polestar import LABEL, SIZES, make_decoder, prompts, train_config
 
-DECODERS = [("llada", 1), ("threshold", 0.9), ("factor", 1.0), ("elastic", 0.9), ("elastic-window", 0.9),
+DECODERS = [("llada", 1), ("threshold", 0.9), ("factor", 1.0), ("elastic", 0.9), ("elastic_window", 4),
             ("dllmcache", 0.25), ("pcache", 0.2), ("pcommit", 0.5), ("polestar", [0.5, 0.2])]
-WINDOW = 4
-LABELS = {**LABEL, "elastic-window": f"Elastic-Cache, sliding window {WINDOW} (+ threshold 0.9)"}
-
-
-def decoder(family, knob, S):
-    """(commit rule, cache rule, block length) of one bench row."""
-    if family == "elastic-window":  # the paper's setting: one block, the window slides over the answer
-        cache = ElasticCache(knob, window=WINDOW)
-        return cache.windowed(Threshold(0.9)), cache, S["gen_length"]
-    return (*make_decoder(family, knob, S["block_length"]), S["block_length"])
 
 
 def cpu_name() -> str:
@@ -65,13 +55,13 @@ def main() -> None:
             box = {}
 
             def run():
-                commit, cache, blk = decoder(family, knob, S)
+                commit, cache, blk = make_decoder(family, knob, S["block_length"], G)
                 box["r"] = decode(model, b["prompt_ids"], prompt_mask=b["prompt_mask"], gen_length=G,
                                   block_length=blk, commit=commit, cache=cache, mask_id=TOKENIZER.mask_id)
 
             t = best_of(run, repeats=3)
             r = box["r"]
-            lines.append(f"| {LABELS[family]} | {knob} | {bs} | {bs * G / t:.0f} | {r.nfe} | {r.cost_per_token:.1f} |")
+            lines.append(f"| {LABEL[family]} | {knob} | {bs} | {bs * G / t:.0f} | {r.nfe} | {r.cost_per_token:.1f} |")
     out = Path(args.out)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text("\n".join(lines) + "\n")

@@ -90,6 +90,37 @@ def test_sft_loss_weights_masked_tokens_by_one_over_p(model):
     assert torch.allclose(loss, ref, atol=1e-5)
 
 
+def test_stratified_masking_levels_take_one_draw_per_stratum(model):
+    ex = make_examples("reverse", 8, seed=1)
+    b = encode_batch(ex, 16)
+    g = torch.Generator().manual_seed(5)
+    loss = llada_sft_loss(model, b["prompt_ids"], b["prompt_mask"], b["answer_ids"], TOKENIZER.mask_id, g,
+                          t_sampling="stratified")
+    # the same draws by hand: t_k = (π_k + u_k) / B, one level in each [j/B, (j+1)/B)
+    g = torch.Generator().manual_seed(5)
+    u = torch.rand(8, 1, generator=g)
+    t = (torch.randperm(8, generator=g).reshape(8, 1) + u) / 8
+    assert sorted((t[:, 0] * 8).floor().long().tolist()) == list(range(8))
+    p = (1 - 1e-3) * t + 1e-3
+    m = torch.rand(8, 16, generator=g) < p
+    x = torch.cat([b["prompt_ids"], torch.where(m, TOKENIZER.mask_id, b["answer_ids"])], 1)
+    km = torch.cat([b["prompt_mask"], torch.ones_like(m)], 1)
+    lg = forward(model, x, key_mask=km).logits[:, b["prompt_ids"].shape[1]:]
+    ce = torch.nn.functional.cross_entropy(lg.reshape(-1, lg.shape[-1]), b["answer_ids"].reshape(-1), reduction="none")
+    assert torch.allclose(loss, (ce.reshape(8, 16) * m / p).sum() / 128, atol=1e-5)
+    with pytest.raises(ValueError, match="t_sampling"):
+        llada_sft_loss(model, b["prompt_ids"], b["prompt_mask"], b["answer_ids"], TOKENIZER.mask_id, g, t_sampling="sobol")
+    with pytest.raises(ValueError, match="t_sampling"):
+        train_dllm(TrainConfig(model=TINY, t_sampling="halton"))
+
+
+def test_the_checkpoint_key_names_the_recipe():
+    base = TrainConfig(model=TINY)
+    assert base.t_sampling == "uniform"
+    assert TrainConfig(model=TINY, t_sampling="stratified").key() != base.key()
+    assert TrainConfig(model=TINY).key() == base.key()
+
+
 def test_training_reduces_the_loss():
     cfg = TrainConfig(model=TINY, tasks=("reverse",), gen_length=16, steps=40, batch_size=16, lr=3e-3, warmup=5)
     _, meta = train_dllm(cfg)

@@ -12,7 +12,8 @@ from neurips26.reproduce import run_experiment
 TINY = dict(model=dict(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64),
             tasks=("sort", "reverse"), add_digits=(3, 3), train_steps=30, batch_size=16, lr=3e-3,
             gen_length=16, block_length=4, n_prompts=8, batch=4, n_speed_b1=1,
-            knobs=dict(llada=[4, 1], threshold=[0.5, 0.9], factor=[1.0], elastic=[0.9], dllmcache=[0.25], pcache=[0.2], pcommit=[0.5],
+            knobs=dict(llada=[4, 1], threshold=[0.5, 0.9], factor=[1.0], elastic=[0.9], elastic_window=[2], dllmcache=[0.25],
+                       pcache=[0.2], pcommit=[0.5],
                        polestar=[[0.3, 0.2], [0.5, 0.5]]))
 
 
@@ -78,3 +79,15 @@ def test_hypervolume_closed_form():
     pts = [{"throughput": 1.0, "accuracy": 0.5}, {"throughput": 0.5, "accuracy": 1.0}]
     assert np.isclose(exp_mod.hypervolume(pts, 1.0), 0.5 * 0.5 + 1.0 * 0.5)
     assert np.isclose(exp_mod.hypervolume(pts[:1], 2.0), 0.25)
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_every_decoder_family_has_knobs_and_builds(quick):
+    S = exp_mod.SIZES[quick]
+    assert set(S["knobs"]) == set(exp_mod.FAMILIES)
+    for family in exp_mod.FAMILIES:
+        for knob in S["knobs"][family]:
+            commit, cache, block = exp_mod.make_decoder(family, knob, S["block_length"], S["gen_length"])
+            assert S["gen_length"] % block == 0
+            # the sliding window decodes the answer as one block, every other decoder semi-autoregressively
+            assert block == (S["gen_length"] if family == "elastic_window" else S["block_length"])
