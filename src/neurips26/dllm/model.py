@@ -178,6 +178,11 @@ def forward_layers(model, hidden: torch.Tensor, *, key_mask: torch.Tensor, layer
     return hidden
 
 
+def _check_t_sampling(t_sampling) -> None:
+    if t_sampling not in ("uniform", "stratified"):
+        raise ValueError(f"t_sampling must be 'uniform' or 'stratified', got {t_sampling!r}")
+
+
 def llada_sft_loss(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, answer_ids: torch.Tensor,
                    mask_id: int, generator: torch.Generator | None = None, eps: float = 1e-3,
                    t_sampling: str = "uniform") -> torch.Tensor:
@@ -189,8 +194,7 @@ def llada_sft_loss(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, a
     [k/B, (k+1)/B) in a random order (MDLM's low-discrepancy sampler, Sahoo et al. 2024). Each t is still
     marginally U(0, 1), so the loss is the same unbiased estimate; its variance across batches is lower (the
     1/p weights make a batch that happens to hold mostly small t very noisy)."""
-    if t_sampling not in ("uniform", "stratified"):
-        raise ValueError(f"t_sampling must be 'uniform' or 'stratified', got {t_sampling!r}")
+    _check_t_sampling(t_sampling)
     B, G = answer_ids.shape
     t = torch.rand(B, 1, generator=generator)
     if t_sampling == "stratified":
@@ -241,8 +245,7 @@ def _check_train(cfg: TrainConfig) -> None:
     check_int("batch_size", cfg.batch_size, 1)
     check_int("gen_length", cfg.gen_length, 2)
     check_real("lr", cfg.lr, low=0.0, low_open=True)
-    if cfg.t_sampling not in ("uniform", "stratified"):
-        raise ValueError(f"t_sampling must be 'uniform' or 'stratified', got {cfg.t_sampling!r}")
+    _check_t_sampling(cfg.t_sampling)
 
 
 def train_dllm(cfg: TrainConfig = TrainConfig(), on_step: Callable[[int, float], None] | None = None):
