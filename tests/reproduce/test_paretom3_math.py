@@ -29,6 +29,25 @@ def test_generated_problems_have_the_right_answers(family):
         assert int(qa.answer) == expected and expected >= 0
 
 
+def test_family_sizes_count_the_distinct_problems_and_bound_the_draw():
+    """Reference: every operand combination written out, its distinct prompts counted; asking for more
+    than there are is refused (it used to loop forever: the full size asked for 2 300 of 1 536)."""
+    lo, hi = exp_mod.MUL_RANGE
+    mul = {(w, c, a, b, item) for w in exp_mod.NAMES for item in exp_mod.MUL_ITEMS
+           for a in range(lo, hi + 1) for b in range(lo, hi + 1) for c in range(lo, hi + 1)}
+    assert exp_mod.math_family_size("mul") == len(mul)
+    lo, hi = exp_mod.ADDSUB_RANGE
+    addsub = sum(a + b + 1 for a in range(lo, hi + 1) for b in range(lo, hi + 1)) * len(exp_mod.NAMES)
+    assert exp_mod.math_family_size("addsub") == addsub
+    # the full run's and the GPU script's defaults fit
+    assert exp_mod.SIZES[False]["math"]["n_train"] + exp_mod.SIZES[False]["math"]["n_test"] <= len(mul)
+    assert 20000 + 1000 <= len(mul)
+    items = exp_mod._math_problems("mul", len(mul), random.Random(1))  # all of them, and it ends
+    assert len({qa.prompt for qa in items}) == len(mul)
+    with pytest.raises(ValueError, match="distinct ones"):
+        exp_mod._math_problems("mul", len(mul) + 1, random.Random(0))
+
+
 def test_unknown_family_and_config_are_rejected():
     with pytest.raises(ValueError, match="family"):
         exp_mod._math_problems("div", 3, random.Random(0))

@@ -598,26 +598,44 @@ MATH_CONFIGS = {"tiny": dict(hidden=32, ffn=64, layers=1, heads=2),
                 "gpu100m": dict(hidden=768, ffn=2560, layers=12, heads=12)}
 MATH_METHODS = ("ParetoM3", "EPO", "LS", "MGDA")
 MATH_LR = 0.3
-NAMES = ("tom", "ann", "sam", "lea", "max", "eva")
+NAMES = ("tom", "ann", "sam", "lea", "max", "eva", "ben", "ida", "joe", "kim", "ray", "zoe")
+MUL_ITEMS = ("eggs", "nuts", "pens", "cups")
+ADDSUB_RANGE, MUL_RANGE = (1, 40), (2, 9)  # the operands' ranges (inclusive)
+
+
+def math_family_size(family: str) -> int:
+    """How many distinct problems ``family`` has (``_math_problems`` draws at most this many)."""
+    if family not in MATH_FAMILIES:
+        raise ValueError(f"family must be one of {MATH_FAMILIES}, got {family!r}")
+    if family == "addsub":  # a, b in the range, c in 0 .. a + b
+        lo, hi = ADDSUB_RANGE
+        ab = np.arange(lo, hi + 1)
+        return len(NAMES) * int((ab[:, None] + ab[None, :] + 1).sum())
+    lo, hi = MUL_RANGE
+    return len(NAMES) * len(MUL_ITEMS) * (hi - lo + 1) ** 3
 
 
 def _math_problems(family: str, n: int, rng) -> list:
     """n distinct generated word problems of one family (``random.Random`` rng): addition/subtraction chains
-    ("tom has 12 apples, buys 5 and gives 3 away. how many now?") or multiplication chains."""
+    ("tom has 12 apples, buys 5 and gives 3 away. how many now?") or multiplication chains ("ann has 3 boxes
+    of 4 rows of 5 eggs. how many eggs?"). n above ``math_family_size(family)`` is refused (the draw would
+    never end: the full size once asked for 2 300 of the 1 536 multiplication problems there were then)."""
     from ._common import QA
 
-    if family not in MATH_FAMILIES:
-        raise ValueError(f"family must be one of {MATH_FAMILIES}, got {family!r}")
+    size = math_family_size(family)
+    if n > size:
+        raise ValueError(f"n = {n} problems asked of family {family!r}, which has {size} distinct ones")
     seen, out = set(), []
     while len(out) < n:
         who = rng.choice(NAMES)
         if family == "addsub":
-            a, b = rng.randint(1, 40), rng.randint(1, 40)
+            a, b = rng.randint(*ADDSUB_RANGE), rng.randint(*ADDSUB_RANGE)
             c = rng.randint(0, a + b)
             qa = QA(f"{who} has {a} apples, buys {b} and gives {c} away. how many now? ", str(a + b - c))
         else:
-            a, b, c = rng.randint(2, 9), rng.randint(2, 9), rng.randint(2, 5)
-            qa = QA(f"{who} has {c} boxes of {a} rows of {b} eggs. how many eggs? ", str(a * b * c))
+            a, b, c = rng.randint(*MUL_RANGE), rng.randint(*MUL_RANGE), rng.randint(*MUL_RANGE)
+            item = rng.choice(MUL_ITEMS)
+            qa = QA(f"{who} has {c} boxes of {a} rows of {b} {item}. how many {item}? ", str(a * b * c))
         if qa.prompt not in seen:
             seen.add(qa.prompt)
             out.append(qa)
