@@ -469,7 +469,9 @@ def local_minimum(objective: SEMObjective, W0: np.ndarray, lam: float, tol: floa
                   max_iter: int = 5000) -> np.ndarray | None:
     """A strict local minimum of f + λ‖W‖₁ reached by descent from ``W0``.
 
-    The ℓ1 problem is solved as the smooth bound-constrained one in W = P − M, P, M ≥ 0, by
+    First an orthant-wise Newton descent (``_orthant_newton``: tens of Newton steps on the free
+    entries). Where it does not end at an accepted minimum, the ℓ1 problem is solved as the
+    smooth bound-constrained one in W = P − M, P, M ≥ 0, by
     L-BFGS-B (points outside DAGMA's domain get an infinite value, so the line search
     backtracks); its support is polished by Newton on the stationarity condition
     (``_correct``) to ``tol``, every ``POLISH_EVERY`` iterations (8 Newton steps) and once
@@ -500,6 +502,11 @@ def local_minimum(objective: SEMObjective, W0: np.ndarray, lam: float, tol: floa
         value = objective.value(W) + lam * float(z[np.tile(off.ravel(), 2)].sum())
         return value, np.concatenate([((g + lam) * off).ravel(), ((-g + lam) * off).ravel()])
 
+    W = _orthant_newton(objective, W0, lam, tol)
+    if W is not None:
+        return W
+    # the Newton descent did not end at an accepted minimum (a start outside DAGMA's domain, a
+    # stall at a saddle): the first-order descent below, from the same start
     z0 = np.concatenate([np.maximum(W0, 0).ravel(), np.maximum(-W0, 0).ravel()])
     # L-BFGS-B only has to find the support and signs: Newton on that support (``_polish``)
     # then converges to ``tol`` in a few steps, and its result is accepted only as a strict
@@ -524,6 +531,72 @@ def local_minimum(objective: SEMObjective, W0: np.ndarray, lam: float, tol: floa
 
 
 POLISH_EVERY = 50  # L-BFGS-B iterations between tries of the Newton polish in ``local_minimum``
+
+
+def _orthant_newton(objective, W0, lam, tol, max_iter=200):
+    """An orthant-wise Newton descent of F = f + λ‖W‖₁ from ``W0`` (the off-diagonal part);
+    the strict local minimum it ends at (accepted by ``_polish``), or None.
+
+    Each iteration works on the free entries S: the nonzero ones and the zeros whose gradient
+    exceeds λ (|∂_j f| > λ: F decreases as they leave 0), each in the orthant σ of its sign
+    (−sign ∂_j f for a zero). There F is smooth with gradient r = ∇_S f + λσ (the minimum-norm
+    subgradient, zero at a stationary point), and the step solves (H_SS + τI) p = −r, τ ≥ 0
+    the smallest shift of a geometric ladder that makes the matrix positive definite (H_SS is
+    indefinite past a fold). The trial point W + t·p is projected onto the orthant (entries that
+    cross zero stop there) and accepted by an Armijo test on F, halving t. Where the free set
+    stops changing, Newton on the support (``_polish``) finishes to ``tol`` and checks the point
+    is a strict local minimum. It replaces hundreds of L-BFGS-B iterations on the 2d² split
+    variables by tens of steps on |S| unknowns (Byrd, Chin, Nocedal & Oztoprak, 2016: the
+    orthant-based Newton family for ℓ1 problems; here with a shift for nonconvex f)."""
+    d = objective.d
+    off = ~np.eye(d, dtype=bool)
+    W = np.where(off, W0, 0.0)
+    if not _in_domain(objective, W):
+        return None
+    F = _l1_objective(objective, W, lam)
+    if not np.isfinite(F):
+        return None
+    previous_free = None
+    for _ in range(max_iter):
+        g = objective.grad(W)
+        nonzero = W != 0
+        free = off & (nonzero | (np.abs(g) > lam))
+        if not free.any():  # W = 0 with every |∂f| <= λ
+            return _polish(objective, W, lam, tol)
+        S = np.argwhere(free)
+        sigma = np.where(nonzero, np.sign(W), -np.sign(g))[S[:, 0], S[:, 1]]
+        r = g[S[:, 0], S[:, 1]] + lam * sigma
+        if previous_free is not None and np.array_equal(free, previous_free) and np.abs(r).max() <= 1e-4 * (1 + lam):
+            polished = _polish(objective, W, lam, tol)
+            if polished is not None:
+                return polished
+        previous_free = free
+        H = objective.hessian_on(W, S)
+        if not np.isfinite(H).all():
+            return None
+        scale, tau, L = max(1.0, np.abs(H).max()), 0.0, None
+        while L is None and tau <= 1e8 * scale:
+            L = _factor_definite(H + tau * np.eye(len(S)))
+            tau = 1e-8 * scale if tau == 0 else 10 * tau
+        if L is None:
+            return None
+        p = -_solve_factored(L, r)
+        w_S = W[S[:, 0], S[:, 1]]
+        t = 1.0
+        while t > 1e-12:
+            trial = w_S + t * p
+            trial = np.where(np.sign(trial) == sigma, trial, 0.0)  # stay in the orthant
+            W_t = W.copy()
+            W_t[S[:, 0], S[:, 1]] = trial
+            if _in_domain(objective, W_t):
+                F_t = _l1_objective(objective, W_t, lam)
+                if np.isfinite(F_t) and F_t <= F + 1e-4 * float(r @ (trial - w_S)):
+                    break
+            t /= 2
+        else:
+            return _polish(objective, W, lam, tol)  # no decrease left along p: round-off floor or a saddle
+        W, F = W_t, F_t
+    return None
 
 
 def _polish(objective, W, lam, tol, max_iter=50):
