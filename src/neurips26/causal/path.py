@@ -562,12 +562,13 @@ def _orthant_newton(objective, W0, lam, tol, max_iter=500):
     exceeds λ (|∂_j f| > λ: F decreases as they leave 0), each in the orthant σ of its sign
     (−sign ∂_j f for a zero). There F is smooth with gradient r = ∇_S f + λσ (the minimum-norm
     subgradient, zero at a stationary point), and the step solves (H_SS + τI) p = −r with τ = 0
-    where H_SS is positive definite, else τ = 2|λ_min(H_SS)| (H_SS is indefinite past a fold; a
-    ladder of shifts by powers of 10 overshot |λ_min| fifty-fold on a dense SF2 support at
-    μ = 1e-3 and crawled, 200 steps without reaching the minimum this reaches in 300; the
-    saddle-free |H_SS| step took 170, but each needs a full eigendecomposition, 5x a smallest
-    eigenvalue and a Cholesky factor). The trial point W + t·p is projected onto the orthant (entries that
-    cross zero stop there) and accepted by an Armijo test on F, halving t. Where the free set
+    where H_SS is positive definite, else τ = 2|λ_min(H_SS)| (H_SS is indefinite past a fold).
+    On a dense SF2 support at μ = 1e-3 a ladder of shifts by powers of 10 overshot |λ_min|
+    fifty-fold and crawled: 200 steps without reaching the minimum this shift reaches in 300. The
+    saddle-free step on |H_SS| took 170, but each costs a full eigendecomposition, about five
+    times a smallest eigenvalue plus a Cholesky factor. The trial point W + t·p is projected onto
+    the orthant (entries that cross zero stop there) and accepted by an Armijo test on F, halving
+    t. Where the free set
     stops changing, Newton on the support (``_polish``) finishes to ``tol`` and checks the point
     is a strict local minimum. It replaces hundreds of L-BFGS-B iterations on the 2d² split
     variables by tens of steps on |S| unknowns (Byrd, Chin, Nocedal & Oztoprak, 2016: the
