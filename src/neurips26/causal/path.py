@@ -568,9 +568,8 @@ def _orthant_newton(objective, W0, lam, tol, max_iter=500):
     saddle-free step on |H_SS| took 170, but each costs a full eigendecomposition, about five
     times a smallest eigenvalue plus a Cholesky factor. The trial point W + t·p is projected onto
     the orthant (entries that cross zero stop there) and accepted by an Armijo test on F, halving
-    t. Where the free set
-    stops changing, Newton on the support (``_polish``) finishes to ``tol`` and checks the point
-    is a strict local minimum. It replaces hundreds of L-BFGS-B iterations on the 2d² split
+    t. Where the free set stops changing, Newton on the support (``_polish``) finishes to ``tol``
+    and checks the point is a strict local minimum. It replaces hundreds of L-BFGS-B iterations on the 2d² split
     variables by tens of steps on |S| unknowns (Byrd, Chin, Nocedal & Oztoprak, 2016: the
     orthant-based Newton family for ℓ1 problems; here with a shift for nonconvex f)."""
     d = objective.d
