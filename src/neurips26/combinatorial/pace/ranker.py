@@ -59,7 +59,8 @@ class EditRanker(nn.Module):
         → scores (m,)."""
         h = self.embed(x)
         src, dst = edge_index[0], edge_index[1]
-        count = torch.zeros(x.shape[0], 1, dtype=x.dtype).index_add_(0, dst, torch.ones(len(dst), 1, dtype=x.dtype))
+        like = dict(dtype=x.dtype, device=x.device)
+        count = torch.zeros(x.shape[0], 1, **like).index_add_(0, dst, torch.ones(len(dst), 1, **like))
         count = count.clamp_min(1.0)
         for w1, w2, upd, norm in zip(self.msg_in, self.msg_out, self.upd, self.norm):
             hw = h @ w1.weight[:, : self.hidden].T  # per node, gathered per arc below
@@ -149,17 +150,24 @@ def _batch(examples: Sequence[TrainingExample]):
 
 def listwise_loss(scores: torch.Tensor, seg: torch.Tensor, target: torch.Tensor, n_lists: int) -> torch.Tensor:
     """Mean over lists of -log Σ_{targets} softmax(scores within the list)."""
-    mx = torch.full((n_lists,), -torch.inf).scatter_reduce_(0, seg, scores.detach(), "amax")
+    like = dict(dtype=scores.dtype, device=scores.device)
+    mx = torch.full((n_lists,), -torch.inf, **like).scatter_reduce_(0, seg, scores.detach(), "amax")
     e = torch.exp(scores - mx[seg])
-    z = torch.zeros(n_lists).index_add_(0, seg, e)
-    zt = torch.zeros(n_lists).index_add_(0, seg, e * target)
+    z = torch.zeros(n_lists, **like).index_add_(0, seg, e)
+    zt = torch.zeros(n_lists, **like).index_add_(0, seg, e * target)
     return -(torch.log(zt) - torch.log(z)).mean()
 
 
 def train_ranker(task, examples: Sequence[TrainingExample], epochs: int = 20, batch: int = 32, lr: float = 2e-3,
                  hidden: int = 32, layers: int = 3, seed: int = 0,
-                 on_epoch: Callable[[int, float], None] | None = None) -> tuple[EditRanker, list[float]]:
-    """A fresh ranker for ``task`` trained with Adam on the listwise loss; (ranker, per-epoch loss)."""
+                 on_epoch: Callable[[int, float], None] | None = None, device="cpu",
+                 deadline: float | None = None) -> tuple[EditRanker, list[float]]:
+    """A fresh ranker for ``task`` trained with Adam on the listwise loss; (ranker on the CPU, per-epoch loss).
+
+    ``device``: where the batches and the weights live (the initial weights are drawn on the CPU, so a
+    seed gives the same start everywhere). ``deadline``: a ``time.perf_counter()`` value after which no
+    further batch starts; the epochs finished by then are returned (fewer losses than ``epochs`` say
+    it was cut)."""
     epochs = check_int("epochs", epochs, 1)
     batch = check_int("batch", batch, 1)
     lr = check_real("lr", lr, low=0.0, low_open=True)
@@ -167,25 +175,28 @@ def train_ranker(task, examples: Sequence[TrainingExample], epochs: int = 20, ba
         raise ValueError("examples must not be empty")
     gen = torch.Generator().manual_seed(int(seed))
     torch.manual_seed(int(seed))
-    model = EditRanker(task.feature_dims, hidden, layers)
+    device = torch.device(device)
+    model = EditRanker(task.feature_dims, hidden, layers).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
     for ep in range(epochs):
         perm = torch.randperm(len(examples), generator=gen).tolist()
-        total = 0.0
+        # the epoch's loss summed on the device: one host sync per epoch, not per batch
+        total = torch.zeros((), dtype=torch.float64, device=device)
         for s in range(0, len(perm), batch):
+            if deadline is not None and time.perf_counter() > deadline:
+                return model.cpu().eval(), losses
             chunk = [examples[i] for i in perm[s: s + batch]]
-            x, ei, ea, ed, eda, seg, tgt = _batch(chunk)
+            x, ei, ea, ed, eda, seg, tgt = (a.to(device, non_blocking=True) for a in _batch(chunk))
             loss = listwise_loss(model(x, ei, ea, ed, eda), seg, tgt, len(chunk))
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += float(loss.detach()) * len(chunk)
-        losses.append(total / len(examples))
+            total += loss.detach().double() * len(chunk)
+        losses.append(float(total) / len(examples))
         if on_epoch is not None:
             on_epoch(ep, losses[-1])
-    model.eval()
-    return model, losses
+    return model.cpu().eval(), losses
 
 
 def cache_path(name: str) -> Path:
