@@ -36,7 +36,6 @@ import multiprocessing
 import os
 import platform
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -47,10 +46,11 @@ from neurips26.combinatorial.pace import ATSPTask, Budget, EditRanker, PaceSolve
 from neurips26.combinatorial.pace.baselines import ElkaiATSP
 from neurips26.combinatorial.pace.pretrained import recipe, teacher, teacher_name
 from neurips26.combinatorial.pace.ranker import save_ranker, train_ranker, training_examples
+from neurips26.reproduce.pace import _FAMILY_CODE, _gap, _one_thread
 
 PAPER_ATSP500_GAP = 0.247  # %, the paper's headline figure (GPU-trained; its own reference and instances)
 ARMS = {"learned": 1.0, "learned_argmax": 0.0, "random": -1.0}  # the ranker's temperature; -1: RandomRanker
-ATSP_FAMILY_CODE = 4  # reproduce.pace's instance stream: default_rng([seed, 4, n, index])
+ATSP_FAMILY_CODE = _FAMILY_CODE["atsp"]  # reproduce.pace's instance stream: default_rng([seed, code, n, index])
 DEFAULTS = dict(n_train=200, train_instances=512, states=12, epochs=12, batch=32, lr=2e-3, hidden=32, layers=3,
                 n_eval=500, eval_instances=16, budgets=[1, 4, 16], elkai_long=10, depth=8, width=2)
 TINY = dict(DEFAULTS, n_train=20, train_instances=8, epochs=3, n_eval=30, eval_instances=2, budgets=[1, 2],
@@ -60,17 +60,6 @@ TEACHER_SHARE, TRAIN_SHARE, EVAL_MARGIN_S = 0.35, 0.55, 20.0
 
 def _log(t0: float, msg: str) -> None:
     print(f"[{time.perf_counter() - t0:7.1f} s] {msg}", flush=True)
-
-
-@contextmanager
-def _one_thread():
-    """Tiny networks on one torch thread (as ``neurips26 run pace`` does); the caller's setting comes back."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
 
 
 # ---------------------------------------------------------------- workers (top level: spawned processes import them)
@@ -132,10 +121,6 @@ def evaluate(job: dict) -> dict:
         out["arms"][arm] = dict(rows=rows, tour=np.asarray(sol.sol).tolist(), cost=float(sol.cost),
                                 rounds_done=int(sol.stats["rounds_done"]), stopped=sol.stats["stopped"])
     return out
-
-
-def _gap(cost: float, ref: float) -> float:
-    return float(100.0 * (cost - ref) / abs(ref))
 
 
 def _pool_map(fn, jobs: list, workers: int, weights, stop_at: float | None, on_result) -> bool:
@@ -289,6 +274,8 @@ def _device(name: str) -> torch.device:
         raise SystemExit(f"--device {name!r} is not a torch device ({e})") from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("no CUDA device here: pass --device cpu (training is slow on a CPU) or run on a GPU machine")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise SystemExit(f"--device {name!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     return dev
 
 

@@ -143,6 +143,22 @@ def test_train_ranker_deadline_keeps_the_finished_epochs(script, one_thread):
         assert torch.equal(a, b), k
 
 
+def test_train_ranker_deadline_mid_epoch_undoes_the_cut_epoch(script, one_thread, monkeypatch):
+    """A deadline that falls inside epoch 2 returns epoch 1's weights and loss, as if epochs=1."""
+    from neurips26.combinatorial.pace import ranker
+
+    examples = [ex for k in range(3) for ex in script.teach((k, 12, 6, 0))["examples"]]
+    per_epoch = -(-len(examples) // 8)
+    ref, ref_losses = train_ranker(ATSPTask(), examples, epochs=1, batch=8, hidden=16, layers=2, seed=7)
+    ticks = iter(range(1, 10_000))  # the clock advances by one at every batch's deadline check
+    monkeypatch.setattr(ranker.time, "perf_counter", lambda: float(next(ticks)))
+    cut, losses = train_ranker(ATSPTask(), examples, epochs=3, batch=8, hidden=16, layers=2, seed=7,
+                               deadline=per_epoch + 1.5)  # epoch 2's first batch runs, its second does not
+    assert losses == ref_losses
+    for (k, a), (_, b) in zip(cut.state_dict().items(), ref.state_dict().items()):
+        assert torch.equal(a, b), k
+
+
 def test_table_quotes_the_paper_as_the_papers(tiny, script):
     table = script._table(tiny[0])
     assert "PACE learned" in table and "PACE random" in table and "elkai, 1 run" in table

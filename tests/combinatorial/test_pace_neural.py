@@ -117,10 +117,31 @@ def test_training_is_seeded_and_the_cache_round_trips(tmp_path, monkeypatch):
     assert meta_a["losses"] == rec_b["losses"]
     for (k, x), (_, y) in zip(a.policy.state_dict().items(), b.policy.state_dict().items()):
         assert (x == y).all(), k
-    assert [p.name for p in tmp_path.iterdir()] == ["pace-neural-tsp-n10-s2-b4-seed1.pt"]  # no temporary left
+    assert [p.name for p in tmp_path.iterdir()] == ["pace-neural-tsp-n10-s2-b4-seed1-clip.pt"]  # no temporary left
     c, meta_c = pretrained_neural("tsp", 10, steps=2, batch_size=4, seed=1)  # from the cache: no training
     assert meta_c == meta_a
     coords = uniform_tsp(9, np.random.default_rng(0))
     assert c.solve(coords).cost == a.solve(coords).cost
     with pytest.raises(ValueError, match="steps"):
         pretrained_neural("tsp", 10, steps=0)
+
+
+@needs_rl4co
+def test_policy_kwargs_reach_the_policy_and_typos_are_refused(tmp_path, monkeypatch):
+    # MatNet takes them as policy_params: a smaller embedding must give a smaller model
+    small = NeuralConstruction("atsp", 10, embed_dim=128)
+    default = NeuralConstruction("atsp", 10)
+    n_params = lambda s: sum(p.numel() for p in s.policy.parameters())  # noqa: E731
+    assert n_params(small) < n_params(default)
+    pomo = NeuralConstruction("tsp", 10, num_encoder_layers=2)
+    assert n_params(pomo) < n_params(NeuralConstruction("tsp", 10))
+    with pytest.raises(ValueError, match="embed_dm"):
+        NeuralConstruction("tsp", 10, embed_dm=64)
+    # MatNet's one-hot node embedding holds at most embed_dim nodes
+    with pytest.raises(ValueError, match="embed_dim = 128"):
+        small.solve(tmat_atsp(129, np.random.default_rng(0)))
+    # load-only: no cached policy of this recipe is an error, not a silent training
+    monkeypatch.setenv("NEURIPS26_CACHE", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="no cached tsp policy"):
+        pretrained_neural("tsp", 10, steps=1, batch_size=2, train=False)
+    assert not list(tmp_path.iterdir())

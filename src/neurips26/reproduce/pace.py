@@ -66,7 +66,8 @@ _FAMILY_CODE = {"tsp": 1, "rb": 2, "cvrp": 3, "atsp": 4, "ba": 5}
 # The neural arm (rl4co's POMO on TSP and CVRP, MatNet on ATSP; the `neural-co` extra), trained at n = 20 on
 # instances from rl4co's generators. Steps are fixed (a machine-independent policy); they were set so that
 # training takes about as long as PACE's ranker (teacher data + training: 11 s TSP, 12 s ATSP, 27 s CVRP in the
-# quick reference) on the 2-core reference machine: 0.23 s, 0.36 s and 1.5 s per step of 32 instances.
+# quick reference) from one core's 0.23 s, 0.36 s and 1.5 s per step of 32 instances (measured beside another
+# job; the claim states the ratio each run measures).
 NEURAL = {"tsp": dict(num_loc=20, steps=48, batch=32), "cvrp": dict(num_loc=20, steps=72, batch=32),
           "atsp": dict(num_loc=20, steps=8, batch=32)}
 
@@ -149,8 +150,10 @@ class NeuralEvalTask:
 def neural_evaluate(t: NeuralEvalTask) -> dict:
     """The trained policy's multi-start greedy (x8 augmentation for POMO) on one instance: cost and time."""
     with _one_thread():
-        solver, _ = pretrained_neural(t.train.problem, t.train.num_loc, t.train.steps, t.train.batch, seed=t.train.seed)
-        sol = solver.solve(_instance(t))
+        # load only: the policy is the one neural_train recorded, never one trained here behind its back
+        solver, _ = pretrained_neural(t.train.problem, t.train.num_loc, t.train.steps, t.train.batch, seed=t.train.seed,
+                                      train=False)
+        sol = solver.solve(_instance(t), seed=t.index)
     return dict(cost=sol.cost, feasible=sol.feasible, time_s=sol.stats["wall_s"])
 
 
@@ -289,7 +292,7 @@ def run(ctx: RunContext) -> None:
     for pr, rs in by.items():
         curves[pr] = _record(ctx, S, pr, rs, [a for a, _ in arms])
     _claims_not_run(ctx)
-    neural = _neural(ctx, S, fams, by)
+    neural = _neural(ctx, S, fams, by, dict(zip(names, meta)))
     ctx.text("Gaps are percent of the reference (TSP and ATSP: elkai/LKH-3 best of "
              f"{S['elkai_long']} runs; CVRP: the best of PyVRP ({S['pyvrp_long_s']} s and {S['routing_s']} s) and "
              f"OR-Tools routing (guided local search, {S['routing_s']} s); MIS/MVC: the better of CP-SAT "
@@ -386,7 +389,7 @@ def _claims_not_run(ctx: RunContext) -> None:
               ours=None, baseline=None, holds=None)
 
 
-def _neural(ctx: RunContext, S, fams, by) -> dict:
+def _neural(ctx: RunContext, S, fams, by, rankers: dict) -> dict:
     """The rl4co arm on the TSP, CVRP and ATSP families: PACE (learned ranker, largest B) against POMO /
     MatNet trained for about the ranker's CPU time, paired over the same instances. Returns
     {(problem, size): (model, mean gap %)} for the figure."""
@@ -406,16 +409,20 @@ def _neural(ctx: RunContext, S, fams, by) -> dict:
              for i in range(len(by[(f, size)]))]
     res = ctx.map(neural_evaluate, tasks, description="rl4co solves")
     Bmax = S["budgets"][-1]
+    ranker_s_of = {f: rankers[ranker_name(f)]["data_s"] + rankers[ranker_name(f)]["train_s"] for f in names}
     summary, rows_out = {}, []
     for f, size in probs:
         rows = by[(f, size)]
         sols = [r for t, r in zip(tasks, res) if (t.family, t.size) == (f, int(size))]
-        if not all(r["feasible"] for r in sols):
-            raise RuntimeError(f"the rl4co policy returned an infeasible {f} solution")  # never passed on as a gap
-        neural = np.array([_gap(r["cost"], row["ref_cost"]) for r, row in zip(sols, rows)])
-        pace = np.array([row["learned"][-1]["gap"] for row in rows])
         model = NEURAL_MODELS[f][1]
         label = _label(f, size)
+        bad = sum(not r["feasible"] for r in sols)
+        if bad:  # never passed on as a gap
+            ctx.claim(f"{label}: PACE beats {model} (rl4co) — not tested: the policy returned {bad} infeasible "
+                      f"solution(s) of {len(sols)}", ours=None, baseline=None, holds=None)
+            continue
+        neural = np.array([_gap(r["cost"], row["ref_cost"]) for r, row in zip(sols, rows)])
+        pace = np.array([row["learned"][-1]["gap"] for row in rows])
         ctx.metric(f"{f}-{size}/neural", dict(model=model, gap=float(neural.mean()), gap_std=float(neural.std()),
                                              time_s=float(np.mean([r["time_s"] for r in sols])),
                                              gap_per_instance=neural.tolist()))
@@ -424,15 +431,19 @@ def _neural(ctx: RunContext, S, fams, by) -> dict:
         rows_out.append((label, model, m["num_loc"], m["steps"], f"{m['train_s']:.1f}",
                          f"{neural.mean():.3g} ± {neural.std():.2g}", f"{pace.mean():.3g} ± {pace.std():.2g}",
                          float(np.mean([r["time_s"] for r in sols]))))
+        ranker_s = ranker_s_of[f]
         ctx.compare(f"{label}: PACE (learned, B = {Bmax}) beats {model} (rl4co, multi-start greedy"
                     f"{' x8 augmentation' if model == 'POMO' else ''}) trained at n = {m['num_loc']} for "
-                    f"{m['steps']} steps of {m['batch']} instances ({m['train_s']:.0f} s, about the CPU time of PACE's "
-                    f"ranker; far short of the published training) — mean gap %, paired over {len(rows)} instances",
+                    f"{m['steps']} steps of {m['batch']} instances ({m['train_s']:.0f} s, "
+                    f"{m['train_s'] / ranker_s:.2f}x the {ranker_s:.0f} s of PACE's ranker, teacher data included; "
+                    f"a CPU-scale baseline, far short of the published training, not the paper's claim) — mean gap %, "
+                    f"paired over {len(rows)} instances",
                     pace.tolist(), neural.tolist(), better="lower", capped=_at_reference(pace, neural))
-    ctx.table("rl4co neural baselines (`neural-co` extra) beside PACE: gap to the reference (%, mean ± std) and the "
-              "policy's solve time (s); trained on this CPU at n = train n",
-              ["problem", "model", "train n", "steps", "train s", "neural gap %", f"PACE B={Bmax} gap %", "solve s"],
-              rows_out)
+    if rows_out:
+        ctx.table("rl4co neural baselines (`neural-co` extra) beside PACE: gap to the reference (%, mean ± std) and the "
+                  "policy's solve time (s); trained on this CPU at n = train n",
+                  ["problem", "model", "train n", "steps", "train s", "neural gap %", f"PACE B={Bmax} gap %", "solve s"],
+                  rows_out)
     return summary
 
 

@@ -23,7 +23,6 @@ Trained policies are cached like the rankers (:func:`pretrained_neural`), writte
 
 from __future__ import annotations
 
-import os
 import time
 import warnings
 from pathlib import Path
@@ -31,15 +30,21 @@ from typing import Callable
 
 import numpy as np
 
+from ..._atomic import atomic_open
 from ..._checks import check_int, check_real
 from .base import Budget, Solution
+from .ranker import cache_root
 from .tasks import ATSPTask, CVRPTask, TSPTask
+from .tasks.atsp import canonical_directed
+from .tasks.cvrp import canonical_routes
+from .tasks.tsp import canonical_tour
 
 __all__ = ["NEURAL_MODELS", "NeuralConstruction", "neural_available", "pretrained_neural", "neural_cache_path"]
 
 # problem -> (rl4co environment, rl4co model, PACE task, x8 augmentation at inference)
 NEURAL_MODELS = {"tsp": ("TSPEnv", "POMO", TSPTask, True), "cvrp": ("CVRPEnv", "POMO", CVRPTask, True),
                  "atsp": ("ATSPEnv", "MatNet", ATSPTask, False)}
+GRAD_CLIP = 1.0  # rl4co's RL4COTrainer default gradient_clip_val
 _EXTRA = "rl4co is not installed: pip install 'neurips26[neural-co]' (rl4co 0.7, with lightning and torchrl)"
 
 
@@ -78,7 +83,15 @@ class NeuralConstruction:
         env_name, model_name, task_type, self.augment = NEURAL_MODELS[problem]
         self.task = task_type(local_search=False)
         envs, models = _rl4co()
+        import inspect
+
         import torch
+
+        policy_type = models.MatNetPolicy if model_name == "MatNet" else models.AttentionModelPolicy
+        known = set(inspect.signature(policy_type.__init__).parameters) - {"self", "args", "kwargs"}
+        unknown = sorted(set(self.policy_kwargs) - known)
+        if unknown:  # rl4co only logs unknown keys; a typo would silently train the default policy
+            raise ValueError(f"policy_kwargs has keys {unknown} that {policy_type.__name__} does not take")
 
         self._env_type = getattr(envs, env_name)
         self.env = self._env_type(generator_params=dict(num_loc=self.num_loc))
@@ -87,10 +100,13 @@ class NeuralConstruction:
             torch.manual_seed(self.seed)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # rl4co's notes on its defaults (no augmentation for MatNet ...)
-                kw = dict(policy_kwargs=self.policy_kwargs, batch_size=1, train_data_size=1, val_data_size=1)
+                kw = dict(batch_size=1, train_data_size=1, val_data_size=1)
                 if model_name == "POMO":
-                    kw["num_augment"] = 8
+                    kw.update(num_augment=8, policy_kwargs=self.policy_kwargs)
+                else:  # MatNet's constructor names them policy_params (policy_kwargs would be dropped silently)
+                    kw.update(policy_params=self.policy_kwargs)
                 self.model = getattr(models, model_name)(self.env, **kw)
+        self._embed_dim = self.model.policy.encoder.init_embedding.embed_dim if model_name == "MatNet" else None
         self.model.eval()
         self.steps_done = 0
 
@@ -102,7 +118,8 @@ class NeuralConstruction:
     def train(self, steps: int, batch_size: int = 64, on_step: Callable[[int, float, float], None] | None = None
               ) -> dict:
         """``steps`` REINFORCE steps of ``batch_size`` fresh generated instances each (rl4co's
-        ``shared_step``: POMO's shared multi-start baseline, MatNet's likewise). ``on_step(step,
+        ``shared_step``: POMO's shared multi-start baseline, MatNet's likewise; Adam, the gradient
+        norm clipped at 1 as rl4co's trainer does). ``on_step(step,
         loss, mean_tour_length)``. Returns the record: per-step loss and mean tour length of the
         sampled rollouts, and the seconds spent."""
         import torch
@@ -125,6 +142,8 @@ class NeuralConstruction:
                     raise FloatingPointError(f"the REINFORCE loss is not finite at step {self.steps_done + 1}")
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
+                # rl4co's trainer clips the gradient norm at 1.0 by default (RL4COTrainer gradient_clip_val)
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), GRAD_CLIP)
                 opt.step()
                 self.steps_done += 1
                 losses.append(float(loss))
@@ -153,8 +172,12 @@ class NeuralConstruction:
         return TensorDict(data, batch_size=[1])
 
     def _solution(self, actions: np.ndarray):
-        if self.problem != "cvrp":
-            return np.roll(actions, -int(np.flatnonzero(actions == 0)[0])) if self.problem == "atsp" else actions
+        """The task-native canonical solution of one rollout's actions (CVRP: 0 is the depot; the
+        zeros after the last client pad a finished rollout)."""
+        if self.problem == "tsp":
+            return canonical_tour(actions)
+        if self.problem == "atsp":
+            return canonical_directed(actions)
         routes, cur = [], []
         for a in actions.tolist():
             if a == 0:
@@ -165,7 +188,7 @@ class NeuralConstruction:
                 cur.append(a)
         if cur:
             routes.append(np.array(cur, np.int64))
-        return tuple(routes)
+        return canonical_routes(routes)
 
     def solve(self, instance, budget: Budget | None = None, seed: int = 0) -> Solution:
         """Multi-start greedy decoding (every start node; x8 dihedral augmentation for TSP and
@@ -177,6 +200,9 @@ class NeuralConstruction:
         inst = self.task.instance(instance)
         t0 = time.perf_counter()
         n = inst.n
+        if self._embed_dim is not None and n > self._embed_dim:
+            raise ValueError(f"instance has {n} nodes: MatNet's one-hot node embeddings take at most embed_dim = "
+                             f"{self._embed_dim} (build it with NeuralConstruction('atsp', ..., embed_dim=...))")
         if n not in self._envs:  # an environment sized like the instance: MatNet's decoder reads the size from it
             self._envs[n] = self._env_type(generator_params=dict(num_loc=n))
         env = self._envs[n]
@@ -193,14 +219,7 @@ class NeuralConstruction:
         reward = out["reward"].reshape(-1)
         best = int(torch.argmax(reward))
         actions = out["actions"].reshape(reward.numel(), -1)[best].cpu().numpy().astype(np.int64)
-        if self.problem == "tsp":
-            from .tasks.tsp import canonical_tour
-            sol = canonical_tour(actions)
-        else:
-            sol = self._solution(actions)
-        if self.problem == "cvrp":
-            from .tasks.cvrp import canonical_routes
-            sol = canonical_routes(sol)
+        sol = self._solution(actions)
         wall = time.perf_counter() - t0
         feasible = bool(self.task.is_feasible(inst, sol))
         cost = float(self.task.cost(inst, sol)) if feasible else float("inf")
@@ -212,11 +231,8 @@ class NeuralConstruction:
         """The policy's weights and ``meta`` (a JSON-able record), written atomically."""
         import torch
 
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.time_ns()}.tmp")
-        torch.save({"state_dict": self.policy.state_dict(), "meta": meta}, tmp)
-        os.replace(tmp, path)
+        with atomic_open(path) as fh:
+            torch.save({"state_dict": self.policy.state_dict(), "meta": meta}, fh)
 
     def load(self, path) -> dict:
         import torch
@@ -228,28 +244,31 @@ class NeuralConstruction:
 
 
 def neural_cache_path(problem: str, num_loc: int, steps: int, batch_size: int, seed: int) -> Path:
-    root = Path(os.environ.get("NEURIPS26_CACHE", Path.home() / ".cache" / "neurips26"))
-    return root / f"pace-neural-{problem}-n{num_loc}-s{steps}-b{batch_size}-seed{seed}.pt"
+    return cache_root() / f"pace-neural-{problem}-n{num_loc}-s{steps}-b{batch_size}-seed{seed}-clip.pt"
 
 
 def pretrained_neural(problem: str, num_loc: int, steps: int, batch_size: int = 64, seed: int = 0,
-                      retrain: bool = False, on_step: Callable[[int, float, float], None] | None = None
-                      ) -> tuple[NeuralConstruction, dict]:
+                      retrain: bool = False, on_step: Callable[[int, float, float], None] | None = None,
+                      train: bool = True) -> tuple[NeuralConstruction, dict]:
     """The POMO / MatNet policy for ``problem`` trained ``steps`` steps of ``batch_size`` instances of
     ``num_loc`` nodes from ``seed`` (cached; trained first when absent or ``retrain``). The record
-    holds the recipe, the per-step losses and tour lengths, and the training seconds."""
+    holds the recipe, the per-step losses and tour lengths, and the training seconds.
+    ``train=False``: load only (FileNotFoundError when no cached policy of this recipe exists), so an
+    evaluation never trains a policy of its own behind the caller's back."""
     solver = NeuralConstruction(problem, num_loc, seed=seed)
     recipe = dict(problem=problem, num_loc=num_loc, steps=check_int("steps", steps, 1),
-                  batch_size=check_int("batch_size", batch_size, 1), seed=seed, lr=solver.lr)
+                  batch_size=check_int("batch_size", batch_size, 1), seed=seed, lr=solver.lr, grad_clip=GRAD_CLIP)
     path = neural_cache_path(problem, num_loc, steps, batch_size, seed)
     if path.exists() and not retrain:
         try:
             meta = solver.load(path)
             if meta.get("recipe") == recipe:
                 return solver, meta
-            solver = NeuralConstruction(problem, num_loc, seed=seed)
         except Exception:  # a corrupt or foreign cache file: train again
-            solver = NeuralConstruction(problem, num_loc, seed=seed)
+            pass
+        solver = NeuralConstruction(problem, num_loc, seed=seed)
+    if not train:
+        raise FileNotFoundError(f"no cached {problem} policy of recipe {recipe} at {path} (train it first)")
     record = solver.train(steps, batch_size, on_step=on_step)
     meta = dict(recipe=recipe, **record)
     solver.save(path, meta)

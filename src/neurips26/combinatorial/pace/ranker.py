@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..._atomic import atomic_open
 from ..._checks import check_int, check_real
 from .base import Features
 
@@ -166,8 +167,8 @@ def train_ranker(task, examples: Sequence[TrainingExample], epochs: int = 20, ba
 
     ``device``: where the batches and the weights live (the initial weights are drawn on the CPU, so a
     seed gives the same start everywhere). ``deadline``: a ``time.perf_counter()`` value after which no
-    further batch starts; the epochs finished by then are returned (fewer losses than ``epochs`` say
-    it was cut)."""
+    further batch starts; the weights and losses of the epochs finished by then are returned (a cut
+    epoch's batches are undone; fewer losses than ``epochs`` say it was cut)."""
     epochs = check_int("epochs", epochs, 1)
     batch = check_int("batch", batch, 1)
     lr = check_real("lr", lr, low=0.0, low_open=True)
@@ -179,40 +180,47 @@ def train_ranker(task, examples: Sequence[TrainingExample], epochs: int = 20, ba
     model = EditRanker(task.feature_dims, hidden, layers).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
+    finished = None  # the weights at the last epoch's end (kept only under a deadline)
+    if deadline is not None:
+        finished = {k: v.clone() for k, v in model.state_dict().items()}
     for ep in range(epochs):
         perm = torch.randperm(len(examples), generator=gen).tolist()
         # the epoch's loss summed on the device: one host sync per epoch, not per batch
         total = torch.zeros((), dtype=torch.float64, device=device)
         for s in range(0, len(perm), batch):
             if deadline is not None and time.perf_counter() > deadline:
+                model.load_state_dict(finished)
                 return model.cpu().eval(), losses
             chunk = [examples[i] for i in perm[s: s + batch]]
-            x, ei, ea, ed, eda, seg, tgt = (a.to(device, non_blocking=True) for a in _batch(chunk))
+            x, ei, ea, ed, eda, seg, tgt = (a.to(device) for a in _batch(chunk))  # built on the CPU per batch
             loss = listwise_loss(model(x, ei, ea, ed, eda), seg, tgt, len(chunk))
             opt.zero_grad()
             loss.backward()
             opt.step()
             total += loss.detach().double() * len(chunk)
         losses.append(float(total) / len(examples))
+        if deadline is not None:
+            finished = {k: v.clone() for k, v in model.state_dict().items()}
         if on_epoch is not None:
             on_epoch(ep, losses[-1])
     return model.cpu().eval(), losses
 
 
+def cache_root() -> Path:
+    """``$NEURIPS26_CACHE`` (default ``~/.cache/neurips26``): where trained rankers and policies are kept."""
+    return Path(os.environ.get("NEURIPS26_CACHE", Path.home() / ".cache" / "neurips26"))
+
+
 def cache_path(name: str) -> Path:
-    """Where a trained ranker is kept: ``$NEURIPS26_CACHE`` (default ``~/.cache/neurips26``)/pace-NAME-ranker.pt."""
-    root = Path(os.environ.get("NEURIPS26_CACHE", Path.home() / ".cache" / "neurips26"))
-    return root / f"pace-{name}-ranker.pt"
+    """Where a trained ranker is kept: ``cache_root()``/pace-NAME-ranker.pt."""
+    return cache_root() / f"pace-{name}-ranker.pt"
 
 
 def save_ranker(model: EditRanker, path: Path, meta: dict) -> None:
     """Write the ranker and its training record atomically (a temporary file renamed)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.time_ns()}.tmp")
-    torch.save({"dims": model.dims, "hidden": model.hidden, "layers": model.layers,
-                "state_dict": model.state_dict(), "meta": meta}, tmp)
-    os.replace(tmp, path)
+    with atomic_open(path) as fh:
+        torch.save({"dims": model.dims, "hidden": model.hidden, "layers": model.layers,
+                    "state_dict": model.state_dict(), "meta": meta}, fh)
 
 
 def load_ranker(path: Path) -> tuple[EditRanker, dict]:
