@@ -248,6 +248,28 @@ def test_decoding_terminates_with_no_mask_left(model, commit, cache):
     assert 1 <= r.nfe <= 8 and r.tokens_per_forward == 8 / r.nfe
 
 
+@pytest.mark.parametrize("commit", [LowConfidence(2), Threshold(0.9), Factor(1.0), PolestarCommit()],
+                         ids=lambda c: type(c).__name__)
+def test_a_model_that_proposes_mask_still_terminates(commit):
+    """A model whose top token is [MASK] itself (an untrained one can be) must not commit [MASK] for ever:
+    the best real token is committed there; a model that never proposes [MASK] is decoded untouched."""
+    m = build_model(TINY, seed=1)
+    with torch.no_grad():
+        m.lm_head.weight.mul_(8.0)
+
+    def favour_mask(module, inputs, out):  # [MASK] on top everywhere, the other logits as they were
+        out = out.clone()
+        out[..., MASK] = out.max(-1).values + 5.0
+        return out
+
+    m.lm_head.register_forward_hook(favour_mask)
+    seen = []
+    r = decode(m, prompts(n=2, length=4, seed=3), gen_length=8, block_length=4, commit=commit, mask_id=MASK,
+               step_callback=lambda b, i, lg: seen.append(bool((lg.argmax(-1) == MASK).any())))
+    assert any(seen), "the model was meant to propose [MASK]"
+    assert not (r.tokens == MASK).any() and r.nfe <= 8
+
+
 def test_commit_rules_work_on_a_hf_masked_lm():
     from transformers import BertConfig, BertForMaskedLM
 

@@ -98,6 +98,12 @@ def decode(model, prompt_ids: torch.Tensor, *, gen_length: int, block_length: in
             logits, hidden, n = cache.step(model, x, key_mask, s, e, first)
             if step_callback is not None:
                 step_callback(nb, i, logits)
+            if (logits.argmax(-1)[mask] == mask_id).any():
+                # the model proposes [MASK] itself at a masked position: committing it would leave the position
+                # masked for ever (an untrained model does this); propose the best real token there instead. A
+                # trained model never does, and its logits then go to the rule untouched.
+                logits = logits.clone()
+                logits[..., mask_id] = float("-inf")
             x0, transfer = commit.select(logits, mask, hidden if commit.needs_hidden else None)
             # every rule commits >= 1 per row with a mask; enforce it so that decoding always terminates
             _, conf = confidence(logits, mask)

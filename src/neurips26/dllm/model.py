@@ -32,11 +32,12 @@ from .._checks import check_int, check_real
 from .tasks import TASKS, TOKENIZER, encode_batch, make_examples
 
 __all__ = ["ATTENTION_NAME", "ModelConfig", "TrainConfig", "build_model", "forward", "positions_from_mask",
-           "llada_sft_loss", "train_dllm", "pretrained_dllm", "cache_path", "heldout_examples", "HELDOUT_SEED",
+           "llada_sft_loss", "train_dllm", "pretrained_dllm", "cache_path", "heldout_examples", "HELDOUT_SEED", "HELDOUT_N",
            "attention_recorder", "forward_layers"]
 
 ATTENTION_NAME = "neurips26_dllm"
 HELDOUT_SEED = 10_000_019
+HELDOUT_N = 1000  # held-out prompts per task; training drops every one of them
 
 
 @dataclass
@@ -231,8 +232,14 @@ class TrainConfig:
 
 
 def heldout_examples(task: str, n: int, add_digits: tuple[int, int] = (3, 6)):
-    """The held-out prompts of ``task`` (never seen in training: the trainer drops any equal prompt)."""
-    return make_examples(task, n, HELDOUT_SEED + TASKS.index(task), add_digits=add_digits)
+    """The first ``n`` (at most ``HELDOUT_N``) held-out prompts of ``task``: never seen in training, since the
+    trainer drops every prompt of the ``HELDOUT_N`` pool. Always a prefix of the pool: ``make_examples`` draws
+    the add and mul operands as whole arrays, so a draw of n prompts is not the start of a draw of
+    ``HELDOUT_N`` (a direct draw of 200 mul prompts had 178 of them in the full size's training data)."""
+    n = check_int("n", n, 0)
+    if n > HELDOUT_N:
+        raise ValueError(f"n must be <= {HELDOUT_N} (the held-out pool that training excludes), got {n}")
+    return make_examples(task, HELDOUT_N, HELDOUT_SEED + TASKS.index(task), add_digits=add_digits)[:n]
 
 
 def _check_train(cfg: TrainConfig) -> None:
@@ -256,7 +263,7 @@ def train_dllm(cfg: TrainConfig = TrainConfig(), on_step: Callable[[int, float],
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / cfg.warmup)
                                               * 0.5 * (1 + math.cos(math.pi * min(s, cfg.steps) / cfg.steps)))
-    held = {e.prompt for t in cfg.tasks for e in heldout_examples(t, 1000, cfg.add_digits)}
+    held = {e.prompt for t in cfg.tasks for e in heldout_examples(t, HELDOUT_N, cfg.add_digits)}
     g = torch.Generator().manual_seed(cfg.seed)
     losses, t0 = [], time.perf_counter()
     per = -(-cfg.batch_size // len(cfg.tasks))

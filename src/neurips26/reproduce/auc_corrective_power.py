@@ -361,7 +361,9 @@ def run_text(r: TextRun) -> dict:
         v = empirical_auc(s_va, y[va]) if torch.isfinite(s_va).all() else 0.0
         if best is None or v > best["val_auc"]:
             t = empirical_auc(s_te, y[te]) if torch.isfinite(s_te).all() else 0.5
-            best = dict(val_auc=v, test_auc=t, lr=lr, severe=severe_fraction(s_te, y[te], 1.0))
+            # a diverged first rate (non-finite scores) counts every positive as severely misranked
+            severe = severe_fraction(s_te, y[te], 1.0) if torch.isfinite(s_te).all() else 1.0
+            best = dict(val_auc=v, test_auc=t, lr=lr, severe=severe)
     return best
 
 
