@@ -21,7 +21,7 @@ import torch
 from neurips26._atomic import atomic_write_text
 from neurips26.dllm import (DualCache, Factor, LowConfidence, NoCache, PolestarCache, PolestarCommit, Threshold,
                             decode, encode_batch, exact_match)
-from neurips26.dllm.model import ModelConfig, build_model, heldout_examples, llada_sft_loss
+from neurips26.dllm.model import HELDOUT_N, ModelConfig, build_model, heldout_examples, llada_sft_loss
 from neurips26.dllm.tasks import TASKS, TOKENIZER, make_examples
 
 DECODERS = [("LLaDA 1 tok/step", lambda b: (LowConfidence(b), NoCache())),
@@ -37,7 +37,7 @@ def train(args, dev):
                       intermediate_size=4 * args.width, max_positions=args.gen_length + 64)
     model = build_model(cfg).to(dev).train()
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01, betas=(0.9, 0.98))
-    held = {e.prompt for t in TASKS for e in heldout_examples(t, 1000)}
+    held = {e.prompt for t in TASKS for e in heldout_examples(t, HELDOUT_N)}
     g = torch.Generator().manual_seed(0)
     t0, step, losses = time.perf_counter(), 0, []
     while time.perf_counter() - t0 < 60 * args.minutes:
@@ -97,6 +97,18 @@ def main() -> None:
     ap.add_argument("--model-path", default=None)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "benchmarks" / "RESULTS_polestar_gpu.md"))
     args = ap.parse_args()
+    k = len(TASKS)
+    for bad, why in ((args.width < 64 or args.width % 64, f"--width must be a positive multiple of 64 (heads of 64), "
+                                                          f"got {args.width}"),
+                     (args.layers < 1, f"--layers must be >= 1, got {args.layers}"),
+                     (args.batch < k, f"--batch must be >= {k} (one example per task per step), got {args.batch}"),
+                     (args.prompts < k, f"--prompts must be >= {k} (one per task), got {args.prompts}"),
+                     (args.prompts // k > HELDOUT_N, f"--prompts must be <= {k * HELDOUT_N}, got {args.prompts}"),
+                     (args.block_length < 1 or args.gen_length % args.block_length,
+                      f"--gen-length ({args.gen_length}) must be a multiple of --block-length ({args.block_length})"),
+                     (not args.minutes > 0, f"--minutes must be > 0, got {args.minutes}")):
+        if bad:
+            raise SystemExit(f"error: {why}")
     dev = torch.device(args.device)
     if args.model_path:
         from transformers import AutoModel, AutoTokenizer
