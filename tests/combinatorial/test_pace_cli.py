@@ -74,3 +74,31 @@ def test_pace_train_help_lists_the_tasks(capsys):
     for name in pretrained.TASK_NAMES:
         assert name in out
     assert "--force" in out and "--epochs" in out and "--instances" in out and "--seed" in out
+
+
+def test_pace_train_neural_bad_input_and_missing_extra(cache, capsys, monkeypatch):
+    from neurips26.combinatorial.pace import neural
+
+    assert _main(["pace", "train-neural", "mis"]) == 2
+    assert "PROBLEM must be one of tsp, cvrp, atsp" in capsys.readouterr().err
+    assert _main(["pace", "train-neural", "tsp", "--steps", "0"]) == 2
+    assert "--steps must be >= 1" in capsys.readouterr().err
+    assert _main(["pace", "train-neural", "cvrp", "--n", "5"]) == 2
+    assert "--n must be >= 10" in capsys.readouterr().err
+    monkeypatch.setattr(neural, "neural_available", lambda: False)
+    assert _main(["pace", "train-neural", "tsp", "--steps", "2"]) == 2
+    assert "neurips26[neural-co]" in capsys.readouterr().err
+    assert not list(cache.iterdir())
+
+
+@pytest.mark.skipif(not __import__("neurips26.combinatorial.pace.neural", fromlist=["x"]).neural_available(),
+                    reason="the neural-co extra (rl4co) is not installed")
+def test_pace_train_neural_caches_and_reports(cache, capsys):
+    from neurips26.combinatorial.pace.neural import neural_cache_path
+
+    assert _main(["pace", "train-neural", "tsp", "--n", "10", "--steps", "2", "--batch-size", "4"]) == 0
+    out = capsys.readouterr().out.replace("\n", "")
+    path = neural_cache_path("tsp", 10, 2, 4, 0)
+    assert path.exists() and path.name in out and "POMO on TSP-10: 2 steps of 4 instances" in out and "trained in" in out
+    assert _main(["pace", "train-neural", "tsp", "--n", "10", "--steps", "2", "--batch-size", "4"]) == 0
+    assert "already cached" in capsys.readouterr().out
