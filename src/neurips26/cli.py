@@ -215,7 +215,7 @@ def cmd_lsbo_train_vae(args: argparse.Namespace) -> int:
         console.print(f"[red]error:[/] {exc}")
         return 2
     out_console.print(f"{args.task} VAE: {meta['epochs']} epochs on {meta['n_train']} objects, final loss "
-                      f"{meta['losses'][-1]:.3f} -> {cache_path(args.task)}")
+                      f"{meta['losses'][-1]:.3f} -> {cache_path(args.task, epochs)}")
     return 0
 
 

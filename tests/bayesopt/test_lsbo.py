@@ -114,9 +114,50 @@ def test_a_run_that_decodes_nothing_new_stops_and_says_how_much_it_spent(arm_cod
         def fits(self, obj):
             return True
 
-    calls = []
-    bo = LatentSpaceBO(Stuck(), lambda d: calls.append(d) or arm_fitness(d), batch_size=5, n_candidates=16, seed=0,
-                       finetune_every=0)
-    res = bo.run(init, budget=15)
-    assert res.n_evaluations == 0 and len(calls) == 20  # stopped: nothing new to evaluate, nothing spent
-    assert res.n_duplicates == 10 * 16  # ten stalled rounds of 16 candidates each, then the stop
+    for moves in (0, 3):
+        calls = []
+        bo = LatentSpaceBO(Stuck(), lambda d: calls.append(d) or arm_fitness(d), batch_size=5, n_candidates=16,
+                           seed=0, finetune_every=0, moves=moves)
+        res = bo.run(init, budget=15)
+        assert res.n_evaluations == 0 and len(calls) == 20  # stopped: nothing new to evaluate, nothing spent
+        # ten stalled rounds of 16 candidates around each of 1 + moves centres, then the stop
+        assert res.n_duplicates == (1 + moves) * 10 * 16
+
+
+def test_an_exhausted_neighbourhood_moves_the_trust_region_to_the_next_best_object(arm_codec):
+    """Around the best initial object nothing new decodes; around the others it does: with moves the run
+    goes on from the second best and spends its budget, without it stops at once."""
+    codec, designs, _ = arm_codec
+    init = designs[:20]
+    top = max(init, key=arm_fitness)
+    m_top = codec.encode([top])[0][0]
+    centres = []  # per round: was the trust region centred on the best object?
+
+    class Recording(LatentSpaceBO):
+        def _candidates(self, center, center_var, length):
+            centres.append(bool(torch.allclose(center, m_top, atol=1e-6)))
+            return super()._candidates(center, center_var, length)
+
+    class OneDeadEnd:
+        latent_dim = codec.latent_dim
+
+        def __init__(self):
+            self.fresh = iter(designs[20:])
+
+        def encode(self, objects):
+            return codec.encode(objects)
+
+        def decode(self, z):
+            return [top] * len(z) if centres[-1] else [next(self.fresh) for _ in range(len(z))]
+
+        def fits(self, obj):
+            return True
+
+    kw = dict(kernel="rbf", sampler="isotropic", batch_size=5, n_candidates=8, seed=0)
+    res0 = Recording(OneDeadEnd(), arm_fitness, moves=0, **kw).run(init, budget=10)
+    assert res0.n_evaluations == 0 and centres == [True] * 10
+    centres.clear()
+    res = Recording(OneDeadEnd(), arm_fitness, moves=1, **kw).run(init, budget=10)
+    assert res.n_evaluations == 10 and centres[:10] == [True] * 10 and not any(centres[10:])
+    with pytest.raises(ValueError, match="moves"):
+        LatentSpaceBO(OneDeadEnd(), arm_fitness, moves=-1)

@@ -24,7 +24,7 @@ def test_lsbo_experiment_contract(monkeypatch, tmp_path):
                                                                                         "rbf x10+turbo"}
     for v in s.values():
         assert v["best_mean"] >= v["init_best"] and 0 <= v["validity"] <= 1 and 0 <= v["uniqueness"] <= 1
-    assert (tmp_path / "cache" / "lsbo-robot-vae.pt").exists()  # trained once and cached
+    assert (tmp_path / "cache" / "lsbo-robot-vae-2ep.pt").exists()  # trained once and cached
     assert out["config"]["seeds"] == [0, 1]
     per_seed = out["metrics"]["per_seed"]["robot"]
     assert len(out["claims"]) == 3  # robot vs its strongest baseline, most tasks, bandwidth sweep
@@ -46,9 +46,13 @@ def test_train_vae_command_caches_and_reuses(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("NEURIPS26_CACHE", str(tmp_path))
     monkeypatch.setitem(pretrained.DEFAULT_EPOCHS, "robot", 1)
     assert cli.main(["lsbo", "train-vae", "--task", "robot"]) == 0
-    path = tmp_path / "lsbo-robot-vae.pt"
+    path = tmp_path / "lsbo-robot-vae-1ep.pt"
     stamp = path.stat().st_mtime_ns
     _, meta = pretrained.pretrained_codec("robot", epochs=1)  # served from the cache
     assert meta["epochs"] == 1 and path.stat().st_mtime_ns == stamp
+    # another epoch count is another VAE, in a file of its own: the 1-epoch one is neither served nor replaced
+    _, meta2 = pretrained.pretrained_codec("robot", epochs=2)
+    assert meta2["epochs"] == 2 and (tmp_path / "lsbo-robot-vae-2ep.pt").exists()
+    assert path.stat().st_mtime_ns == stamp and pretrained.pretrained_codec("robot", epochs=1)[1]["epochs"] == 1
     assert cli.main(["lsbo", "train-vae", "--task", "nope"]) == 2
     assert "must be one of" in capsys.readouterr().err

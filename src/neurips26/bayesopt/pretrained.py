@@ -3,7 +3,7 @@
 ``pretrained_codec("molecules")``: a SELFIES GRU VAE on rdkit's 5K NCI SMILES;
 ``pretrained_codec("robot")``: a VAE on 5,000 procedural planar-arm designs
 (``design_tasks``). Each is trained once (``neurips26 lsbo train-vae``, or on first use) and
-saved under ``$NEURIPS26_CACHE`` (default ``~/.cache/neurips26``) as ``lsbo-<task>-vae.pt``,
+saved under ``$NEURIPS26_CACHE`` (default ``~/.cache/neurips26``) as ``lsbo-<task>-vae-<epochs>ep.pt`` (one file per epoch count),
 written atomically. Nothing is downloaded.
 """
 
@@ -24,9 +24,11 @@ DEFAULT_EPOCHS = {"molecules": 12, "robot": 30}
 LATENT = {"molecules": 16, "robot": 6}
 
 
-def cache_path(task: str) -> Path:
+def cache_path(task: str, epochs: int | None = None) -> Path:
+    """The cache file of ``task``'s VAE trained ``epochs`` epochs (default: ``DEFAULT_EPOCHS``); one file per
+    epoch count, so a run gets the VAE it asks for whatever else the cache holds."""
     root = Path(os.environ.get("NEURIPS26_CACHE", Path.home() / ".cache" / "neurips26"))
-    return root / f"lsbo-{task}-vae.pt"
+    return root / f"lsbo-{task}-vae-{epochs or DEFAULT_EPOCHS[task]}ep.pt"
 
 
 def _check(task):
@@ -68,14 +70,15 @@ def _fresh_codec(task, objects) -> TokenCodec:
 
 def pretrained_codec(task: str, epochs: int | None = None, retrain: bool = False,
                      on_epoch: Callable[[int, float], None] | None = None) -> tuple[TokenCodec, dict]:
-    """The cached codec for ``task`` (training and caching it first when absent, when
-    ``retrain``, or when the cached one was trained for fewer ``epochs`` than asked)."""
+    """The cached codec for ``task`` trained exactly ``epochs`` epochs (training and caching it first
+    when absent or when ``retrain``). A VAE trained longer is another VAE: serving it would make a
+    run's results depend on what the cache happened to hold (the lsbo quick reference once did)."""
     _check(task)
     epochs = epochs or DEFAULT_EPOCHS[task]
-    path = cache_path(task)
+    path = cache_path(task, epochs)
     if path.exists() and not retrain:
         codec, meta = load_vae(path, *_codecs(task))
-        if meta.get("epochs", 0) >= epochs:
+        if meta.get("epochs") == epochs:
             return codec, meta
     import torch
 
