@@ -63,7 +63,7 @@ def main(argv=None) -> dict:
                 res = paretom3.math_run(t)
                 res.update(method=method, ray=list(r), seed=s, wall_s=time.perf_counter() - start)
                 runs.append(res)
-                print(json.dumps({k2: res[k2] for k2 in ("method", "ray", "seed", "acc", "alignment", "wall_s")}),
+                print(json.dumps({k2: res[k2] for k2 in ("method", "ray", "seed", "acc", "alignment", "diverged", "wall_s")}),
                       flush=True)
     n_params = sum(p.numel() for p in paretom3._math_model(40, paretom3.MATH_CONFIGS[size["config"]]).parameters())
     out = {"settings": dict(size, device=args.device, lr=args.lr, methods=args.methods, seed=args.seed,

@@ -1,5 +1,6 @@
 """The math word-problem task of the paretom3 reproduction (full run and scripts/paretom3_gpu.py) at a tiny size."""
 
+import dataclasses
 import json
 import random
 import re
@@ -81,3 +82,16 @@ def test_gpu_script_smoke_on_cpu(tmp_path, monkeypatch):
     cfg = exp_mod.MATH_CONFIGS["gpu100m"]
     h, f, n = cfg["hidden"], cfg["ffn"], cfg["layers"]
     assert 80e6 < n * (4 * h * h + 3 * h * f) < 120e6
+
+
+def test_a_diverged_math_run_is_flagged_and_measured_at_the_untrained_model():
+    # at lr 30 the tiny model's losses turn non-finite within a few steps (ParetoM3 raises on them); the run
+    # must not fail the experiment but count as not having moved, as a diverged run does on the other problems
+    rays = tuple(map(tuple, exp_mod._rays(2).tolist()))
+    t = exp_mod.MathTask("ParetoM3", rays[0], rays, 0, 0, 40, "tiny", 32, 16, 4, lr=30.0, merit_steps=2)
+    out = exp_mod.run_math(t)
+    assert out["diverged"] and 0 < out["diverged_at"] < 40
+    start = exp_mod.run_math(dataclasses.replace(t, budget=0))  # the untrained model, same seed
+    assert not start["diverged"] and start["diverged_at"] is None
+    assert out["train_loss"] == start["train_loss"] and out["acc"] == start["acc"]
+    assert out["merit"] == pytest.approx(start["merit"]) and np.isfinite(out["alignment"])

@@ -681,7 +681,9 @@ def math_run(t: MathTask) -> dict:
     """Train the tiny Llama from scratch with ``t.method`` until ``t.budget`` backward passes (mini-batches of
     ``t.batch`` problems per family), then the held-out exact match per family (teacher-forced greedy decoding,
     ``_common.exact_match``), the training losses on a fixed subset, their cosine with 1/r, and (``merit_steps``
-    > 0) u_α on that subset. Runs on ``t.device`` (scripts/paretom3_gpu.py: a GPU)."""
+    > 0) u_α on that subset. Runs on ``t.device`` (scripts/paretom3_gpu.py: a GPU). A run whose losses turn
+    non-finite stops there and is measured at its start, the untrained model (``diverged``, ``diverged_at``
+    backward passes), as the other problems count a diverged run."""
     import random
 
     from ._common import CharTokenizer, exact_match, qa_tensors
@@ -702,12 +704,19 @@ def math_run(t: MathTask) -> dict:
     if t.method == "ParetoM3":
         opt.gamma, opt.lr_y, opt.alpha = 1.0, t.lr, DIGITS_ALPHA
     g = torch.Generator().manual_seed(t.seed)
+    start = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    diverged_at = None
     while opt.backward_passes < t.budget:
         batch = []
         for (ids, labels), _ in data:
             idx = torch.randint(0, len(ids), (t.batch,), generator=g)
             batch.append((ids[idx].to(dev), labels[idx].to(dev)))
-        opt.step(batch)
+        try:
+            opt.step(batch)
+        except ValueError:  # non-finite losses (the only ValueError a valid task's step raises): diverged
+            diverged_at = opt.backward_passes
+            model.load_state_dict(start)  # counted as not having moved, as on the other problems
+            break
     model.eval()
     fixed = [(ids[:256].to(dev), labels[:256].to(dev)) for (ids, labels), _ in data]
     with torch.no_grad():
@@ -715,6 +724,7 @@ def math_run(t: MathTask) -> dict:
         acc = [exact_match(model, te[0].to(dev), te[1].to(dev)) for _, te in data]
     inv = 1 / np.asarray(t.ray)
     out = {"acc": acc, "train_loss": train_loss.tolist(), "backward_passes": opt.backward_passes,
+           "diverged": diverged_at is not None, "diverged_at": diverged_at,
            "alignment": float(train_loss @ inv / (np.linalg.norm(train_loss) * np.linalg.norm(inv)))}
     if t.merit_steps > 0:
         F, flat = _on_flat_parameters(model, lambda call: _math_objectives(call, fixed))
@@ -790,7 +800,10 @@ def run(ctx: RunContext) -> None:
                                 "alignment": _stats([r["alignment"] for t, r in zip(m_tasks, m_res)
                                                      if t.method == m and t.index == k]),
                                 "merit": _stats([r["merit"] for t, r in zip(m_tasks, m_res)
-                                                 if t.method == m and t.index == k])}
+                                                 if t.method == m and t.index == k]),
+                                # runs cached before the flag existed all finished (a divergence raised then)
+                                "diverged_runs": int(sum(r.get("diverged", False) for t, r in zip(m_tasks, m_res)
+                                                         if t.method == m and t.index == k))}
                                for k in range(mz["rays"])] for m in MATH_METHODS}
     for name, value in summary.items():
         ctx.metric(name, value)
@@ -994,10 +1007,10 @@ def tables(ctx: RunContext, size, summary) -> None:
     if "math" in summary:
         m_rays = _rays(size["math"]["rays"])
         ctx.table(f"math word problems (tiny Llama, config {size['math']['config']}): held-out exact match per family, "
-                  f"alignment, u_alpha per ray; mean ± std over {n} seeds",
-                  ["method", "ray", "exact match add/sub", "exact match mul", "alignment", "u_alpha"],
+                  f"alignment, u_alpha per ray; mean ± std over {n} seeds (a diverged run counts as the untrained model)",
+                  ["method", "ray", "exact match add/sub", "exact match mul", "alignment", "u_alpha", "diverged runs"],
                   [(m, f"({m_rays[k][0]:.2f}, {m_rays[k][1]:.2f})", f"{v['acc'][0]:.3f}", f"{v['acc'][1]:.3f}",
-                    _pm(v["alignment"]), _pm(v["merit"])) for m, rows in summary["math"].items()
+                    _pm(v["alignment"]), _pm(v["merit"]), v["diverged_runs"]) for m, rows in summary["math"].items()
                    for k, v in enumerate(rows)])
     gs = summary["gamma_sweep"]
     ctx.table(f"(a) convex: ParetoM3 with the penalty gamma held fixed vs the default schedule "
