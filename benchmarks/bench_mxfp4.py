@@ -1,4 +1,4 @@
-"""MXFP4 quantize / dequantize throughput: ours (compiled and eager) against torchao's MX
+"""MXFP4 quantize / dequantize throughput: ours (native C, compiled and eager) against torchao's MX
 reference and a same-run ``clone()`` of the input (the memory-bandwidth yardstick), on the CPU.
 
 A 4096×4096 float32 and bfloat16 tensor; GB/s counts the input's bytes (quantize reads them,
@@ -22,7 +22,8 @@ import warnings
 import torch
 
 from neurips26._atomic import atomic_write_text
-from neurips26.compression.mxfp4 import compile_available, quantize_mxfp4
+from neurips26.compression import mxfp4
+from neurips26.compression.mxfp4 import compile_available, native_available, quantize_mxfp4
 
 _SCRATCH = None
 
@@ -78,9 +79,13 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
     ao = torchao_mx()
-    compiled = compile_available()
-    rows = []  # (dtype, implementation, operation, seconds, bytes)
     notes = []
+    compiled = compile_available()
+    t = time.perf_counter()
+    native = native_available()  # builds the C kernels on a first use (or loads them from the cache)
+    notes.append(f"native C path: {'available' if native else 'unavailable (' + mxfp4._native.why() + ')'}, "
+                 f"build or cache load {time.perf_counter() - t:.2f} s")
+    rows = []  # (dtype, implementation, operation, seconds, bytes)
     for dtype in (torch.float32, torch.bfloat16):
         x = torch.randn(args.size, args.size, generator=torch.Generator().manual_seed(0)).to(dtype)
         nbytes = x.numel() * x.element_size()
@@ -93,6 +98,8 @@ def main(argv=None) -> int:
         timed("torch", "clone", x.clone)
         dst = torch.empty_like(x)
         timed("torch", "copy_ (preallocated)", lambda: dst.copy_(x))
+        if native:
+            timed("ours (native)", "quantize", lambda: quantize_mxfp4(x, impl="native"))
         if compiled:
             t = time.perf_counter()
             q = quantize_mxfp4(x, impl="compiled")
@@ -106,7 +113,13 @@ def main(argv=None) -> int:
             assert torch.equal(data.view(torch.uint8).reshape(q.packed.shape), q.packed)
             assert torch.equal(scale.view(torch.uint8).reshape(q.scales.shape), q.scales)
             timed("torchao to_mx", "quantize", lambda: to_mx(x, torch.float4_e2m1fn_x2, 32, floor))
-        timed("ours", "dequantize", lambda: q.dequantize(dtype))
+        if native:
+            timed("ours (native)", "dequantize", lambda: q.dequantize(dtype))
+        available, mxfp4._native.available = mxfp4._native.available, lambda: False  # the torch-ops decoder
+        try:
+            timed("ours (torch ops)", "dequantize", lambda: q.dequantize(dtype))
+        finally:
+            mxfp4._native.available = available
         if ao is not None:
             timed("torchao to_dtype", "dequantize", lambda: to_dtype(data, scale, torch.float4_e2m1fn_x2, 32, dtype))
     clone = {d: t for d, who, op, t, _ in rows if op == "clone"}

@@ -1,20 +1,26 @@
 """MXFP4 against torchao's MX reference (FLOOR and RCEIL scales, packed E2M1 bytes) and
 ml-dtypes' float4_e2m1fn rounding, plus a table of the specification's edge cases; every
-quantizer test runs on both paths (eager, and torch.compile's fused pass where it works), and
-both equal a float transcription of the specification on random bit patterns."""
+quantizer test runs on every path (eager, torch.compile's fused pass and the C pass where they work),
+and all equal a float transcription of the specification on random bit patterns."""
 
 import logging
 import math
+import shutil
+import sys
 import warnings
 
 import numpy as np
 import pytest
 import torch
 
-from neurips26.compression.mxfp4 import E2M1_VALUES, MXFP4Tensor, compile_available, fake_quantize_mxfp4, quantize_mxfp4
+from neurips26.compression import mxfp4_native
+from neurips26.compression.mxfp4 import (E2M1_VALUES, MXFP4Tensor, compile_available, fake_quantize_mxfp4,
+                                         native_available, quantize_mxfp4)
 
-IMPLS = ["eager", pytest.param("compiled", marks=pytest.mark.skipif(not compile_available(),
-                                                                    reason="torch.compile unavailable"))]
+IMPLS = ["eager",
+         pytest.param("compiled", marks=pytest.mark.skipif(not compile_available(), reason="torch.compile unavailable")),
+         pytest.param("native", marks=pytest.mark.skipif(not native_available(),
+                                                         reason=f"C quantizer unavailable: {mxfp4_native.why()}"))]
 
 
 class _DropTorchaoNoise(logging.Filter):
@@ -251,3 +257,45 @@ def test_dequantize_in_float32_equals_float64_rounded_once():
         assert torch.equal(got.nan_to_num(0.0).view(torch.uint8),
                            want.nan_to_num(0.0).view(torch.uint8))
     assert math.isinf(float(t.dequantize()[1, 32:64].abs().max()))
+
+
+@pytest.mark.skipif(not (sys.platform.startswith("linux") and shutil.which("cc")), reason="needs Linux and a C compiler")
+def test_the_native_path_builds_where_a_compiler_exists():
+    # a build regression would otherwise only show as skipped tests and a slower default
+    assert native_available(), mxfp4_native.why()
+
+
+@pytest.mark.skipif(not native_available(), reason="C quantizer unavailable")
+def test_native_is_the_cpu_default_and_dequantizes_with_the_torch_bits(monkeypatch):
+    g = torch.Generator().manual_seed(23)
+    x = torch.randn(3, 5, 70, generator=g) * torch.logspace(-3, 3, 70)  # odd shape: padded blocks
+    x[0, 0, :3] = torch.tensor([float("nan"), 1.0, 2.0])
+    for t in (x, x.to(torch.bfloat16)):
+        for mode in ("floor", "rceil"):
+            a, b = quantize_mxfp4(t, scale_mode=mode), quantize_mxfp4(t, scale_mode=mode, impl="eager")
+            assert torch.equal(a.packed, b.packed) and torch.equal(a.scales, b.scales)
+            for dtype in (torch.float32, torch.bfloat16, torch.float16):
+                got = a.dequantize(dtype)
+                with monkeypatch.context() as m:  # the torch decoder, for the same tensor
+                    m.setattr(mxfp4_native, "available", lambda: False)
+                    want = a.dequantize(dtype)
+                assert got.shape == want.shape == t.shape and got.dtype == dtype
+                assert torch.equal(got.isnan(), want.isnan())  # NaN payloads carry nothing
+                assert torch.equal(got.nan_to_num(0.0).view(torch.uint8), want.nan_to_num(0.0).view(torch.uint8))
+    calls, original = [], mxfp4_native.quantize
+    monkeypatch.setattr(mxfp4_native, "quantize", lambda *a: calls.append(a[1:]) or original(*a))
+    quantize_mxfp4(torch.ones(4, 32))  # auto takes the native path on a CPU tensor
+    assert calls == [(32, False)]
+
+
+def test_native_impl_is_refused_where_it_cannot_run(monkeypatch):
+    if torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CPU tensors"):
+            quantize_mxfp4(torch.ones(4, 32, device="cuda"), impl="native")
+    monkeypatch.setattr(mxfp4_native, "available", lambda: False)
+    monkeypatch.setattr(mxfp4_native, "why", lambda: "no C compiler found")
+    with pytest.raises(RuntimeError, match="no C compiler found"):
+        quantize_mxfp4(torch.ones(4, 32), impl="native")
+    a, b = quantize_mxfp4(torch.arange(64.0).reshape(2, 32)), quantize_mxfp4(torch.arange(64.0).reshape(2, 32),
+                                                                             impl="eager")
+    assert torch.equal(a.packed, b.packed)  # auto falls back

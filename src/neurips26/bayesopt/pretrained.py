@@ -9,12 +9,12 @@ written atomically. Nothing is downloaded.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from .._cache import cache_root
 from .vae import SequenceVAE, TokenCodec, load_vae, save_vae, train_vae
 
 __all__ = ["TASKS", "cache_path", "training_objects", "pretrained_codec"]
@@ -27,8 +27,7 @@ LATENT = {"molecules": 16, "robot": 6}
 def cache_path(task: str, epochs: int | None = None) -> Path:
     """The cache file of ``task``'s VAE trained ``epochs`` epochs (default: ``DEFAULT_EPOCHS``); one file per
     epoch count, so a run gets the VAE it asks for whatever else the cache holds."""
-    root = Path(os.environ.get("NEURIPS26_CACHE", Path.home() / ".cache" / "neurips26"))
-    return root / f"lsbo-{task}-vae-{epochs or DEFAULT_EPOCHS[task]}ep.pt"
+    return cache_root() / f"lsbo-{task}-vae-{epochs or DEFAULT_EPOCHS[task]}ep.pt"
 
 
 def _check(task):

@@ -35,13 +35,16 @@ and exactly in float64. Empty inputs (a zero dimension) give empty results.
 
 Implementation: the quantizer works on the inputs' bits (float32 and bfloat16 read as they are,
 other dtypes through float32): one integer max per block gives the scale (and spots NaN/Inf).
-Two paths give the same bits. The fused one counts, per element, the block's rounding
-thresholds its magnitude passes, compared as bit patterns (exact: the scaled thresholds are
-float32 values); ``torch.compile`` turns it into one vectorized kernel (the default for tensors
-of 2^22 elements or more where a compiler works; ``impl="compiled"``). The eager one scales
-each block and rounds with integer tricks, op by op in cache-sized chunks (``impl="eager"``, and
-the fallback wherever the compile is unavailable or fails). ``benchmarks/bench_mxfp4.py`` measures both against a
-same-run ``clone()`` and torchao.
+Three paths give the same bits. The eager one scales each block and rounds with integer tricks,
+op by op in cache-sized chunks (``impl="eager"``, and the fallback everywhere). The native one
+runs the same arithmetic as one C pass over memory, built on first use with the system C
+compiler (``neurips26._native``; the default on CPU tensors where a compiler works,
+``impl="native"``): it quantizes at about copy speed. The fused one counts, per element, the
+block's rounding thresholds its magnitude passes, compared as bit patterns (exact: the scaled
+thresholds are float32 values); ``torch.compile`` turns it into one kernel (the default for
+tensors of 2^22 elements or more off the CPU, or where no C compiler works;
+``impl="compiled"``). On CPU tensors dequantization runs natively too.
+``benchmarks/bench_mxfp4.py`` measures every path against a same-run ``clone()`` and torchao.
 """
 
 from __future__ import annotations
@@ -53,7 +56,10 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["MXFP4Tensor", "quantize_mxfp4", "fake_quantize_mxfp4", "compile_available", "E2M1_VALUES"]
+from . import mxfp4_native as _native
+
+__all__ = ["MXFP4Tensor", "quantize_mxfp4", "fake_quantize_mxfp4", "compile_available", "native_available",
+           "E2M1_VALUES"]
 
 E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 _E2M1_MAX_POW2 = 2
@@ -128,6 +134,12 @@ class MXFP4Tensor:
         elements of a block with the NaN scale code 255."""
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
+        if dtype != torch.float64 and _use_native(self.packed):
+            vals = _native.dequantize(self.packed.reshape(-1, self.block // 2).contiguous(),
+                                      self.scales.reshape(-1).contiguous(), self.block,
+                                      dtype if dtype == torch.bfloat16 else torch.float32)
+            out = vals.reshape(*self.scales.shape[:-1], self.scales.shape[-1] * self.block)
+            return out[..., : self.shape[-1]].to(dtype)
         if dtype == torch.float64:  # float64 holds every MXFP4 value (up to 6·2^127) exactly
             codes = self.codes()
             grid = torch.tensor(E2M1_VALUES, dtype=torch.float64, device=codes.device)
@@ -274,6 +286,16 @@ def _compiled_pairs():
     return _COMPILED["fn"]
 
 
+def native_available() -> bool:
+    """Whether the C quantizer is built and loaded here (tried on first use; where it cannot
+    be, e.g. no C compiler, the other paths give the same results)."""
+    return _native.available()
+
+
+def _use_native(t: torch.Tensor) -> bool:
+    return t.device.type == "cpu" and not torch.compiler.is_compiling() and _native.available()
+
+
 def compile_available() -> bool:
     """Whether the compiled quantizer can be used here (it is tried on first use; a failure makes
     every later call take the eager path, with the same results)."""
@@ -309,7 +331,7 @@ def _to_float32(x: torch.Tensor) -> torch.Tensor:
     return x.to(torch.float32)
 
 
-_IMPLS = ("auto", "compiled", "eager")
+_IMPLS = ("auto", "native", "compiled", "eager")
 
 
 def quantize_mxfp4(x: torch.Tensor, block: int = 32, scale_mode: str = "floor", impl: str = "auto") -> MXFP4Tensor:
@@ -319,10 +341,11 @@ def quantize_mxfp4(x: torch.Tensor, block: int = 32, scale_mode: str = "floor", 
     scale code 255, its elements stored as 0); an empty ``x`` gives an empty result (module
     docstring). float32 and bfloat16 are read as they are, other dtypes go through float32.
 
-    ``impl``: ``"compiled"`` (``torch.compile`` of the fused bit-level pass; RuntimeError where
-    it cannot be compiled), ``"eager"`` (the same arithmetic op by op), or ``"auto"``: compiled
-    for tensors of at least 2^22 elements where a compiler works, else eager. Both give the same
-    bits."""
+    ``impl``: ``"native"`` (one C pass, CPU tensors; RuntimeError where it cannot be built),
+    ``"compiled"`` (``torch.compile`` of the fused bit-level pass; RuntimeError where it cannot
+    be compiled), ``"eager"`` (op by op), or ``"auto"``: native on CPU tensors where a C compiler
+    works, else compiled for tensors of at least 2^22 elements where torch.compile works, else
+    eager. All give the same bits."""
     block = _check_block(block)
     if scale_mode not in ("floor", "rceil"):
         raise ValueError(f"scale_mode must be 'floor' or 'rceil', got {scale_mode!r}")
@@ -334,6 +357,10 @@ def quantize_mxfp4(x: torch.Tensor, block: int = 32, scale_mode: str = "floor", 
         raise ValueError(f"x must be a floating-point tensor, got {x.dtype}")
     if x.ndim < 1:
         raise ValueError("x must have at least one dimension (the blocks run along the last), got a 0-d tensor")
+    if impl == "native" and x.device.type != "cpu":
+        raise ValueError(f"impl='native' runs on CPU tensors, got one on {x.device} (use 'auto' or 'compiled')")
+    if impl == "native" and not native_available():
+        raise RuntimeError(f"impl='native': the C quantizer is unavailable here ({_native.why()})")
     if impl == "compiled" and not compile_available():
         raise RuntimeError(f"impl='compiled': torch.compile is unavailable here ({_COMPILED['error']})")
     shape = tuple(x.shape)
@@ -350,9 +377,10 @@ def quantize_mxfp4(x: torch.Tensor, block: int = 32, scale_mode: str = "floor", 
         xf = torch.nn.functional.pad(xf, (0, pad))
     xf = xf.contiguous()
     rceil = scale_mode == "rceil"
-    use_compiled = impl == "compiled" or (impl == "auto" and xf.numel() >= _COMPILE_MIN_NUMEL
+    use_native = impl == "native" or (impl == "auto" and _use_native(xf))
+    use_compiled = impl == "compiled" or (impl == "auto" and not use_native and xf.numel() >= _COMPILE_MIN_NUMEL
                                           and not torch.compiler.is_compiling() and compile_available())
-    out = None
+    out = _native.quantize(xf, block, rceil) if use_native else None
     if use_compiled:
         if xf.storage_offset() % 2:  # pairs of elements are read as one integer: align them
             xf = xf.clone()

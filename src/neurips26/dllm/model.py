@@ -17,7 +17,6 @@ import contextvars
 import hashlib
 import json
 import math
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from .._atomic import atomic_open
+from .._cache import cache_root
 from .._checks import check_int, check_real
 from .tasks import TASKS, TOKENIZER, encode_batch, make_examples
 
@@ -290,8 +290,7 @@ def train_dllm(cfg: TrainConfig = TrainConfig(), on_step: Callable[[int, float],
 
 
 def cache_path(cfg: TrainConfig) -> Path:
-    root = Path(os.environ.get("NEURIPS26_CACHE", Path.home() / ".cache" / "neurips26"))
-    return root / f"dllm-{cfg.key()}.pt"
+    return cache_root() / f"dllm-{cfg.key()}.pt"
 
 
 def pretrained_dllm(cfg: TrainConfig = TrainConfig(), retrain: bool = False,

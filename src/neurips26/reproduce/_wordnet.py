@@ -38,6 +38,7 @@ import warnings
 from pathlib import Path
 
 from .._atomic import atomic_directory
+from .._cache import cache_root
 
 __all__ = ["wordnet", "wordnet_available", "WordNetMissing", "LEXNAMES", "INSTALL_HINT"]
 
@@ -80,7 +81,7 @@ def _lexnames_text() -> str:
 
 
 def _cache_root() -> Path:
-    return Path(os.environ.get("NEURIPS26_CACHE", Path.home() / ".cache" / "neurips26"))
+    return cache_root()
 
 
 def _missing(root: Path) -> list[str]:

@@ -33,7 +33,7 @@ import numpy as np
 from ..._atomic import atomic_open
 from ..._checks import check_int, check_real
 from .base import Budget, Solution
-from .ranker import cache_root
+from ..._cache import cache_root
 from .tasks import ATSPTask, CVRPTask, TSPTask
 from .tasks.atsp import canonical_directed
 from .tasks.cvrp import canonical_routes

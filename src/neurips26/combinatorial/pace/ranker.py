@@ -13,7 +13,6 @@ loss is -log Σ_{e∈T} softmax(scores)_e (softmax cross-entropy over the candid
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ import torch
 from torch import nn
 
 from ..._atomic import atomic_open
+from ..._cache import cache_root
 from ..._checks import check_int, check_real
 from .base import Features
 
@@ -204,11 +204,6 @@ def train_ranker(task, examples: Sequence[TrainingExample], epochs: int = 20, ba
         if on_epoch is not None:
             on_epoch(ep, losses[-1])
     return model.cpu().eval(), losses
-
-
-def cache_root() -> Path:
-    """``$NEURIPS26_CACHE`` (default ``~/.cache/neurips26``): where trained rankers and policies are kept."""
-    return Path(os.environ.get("NEURIPS26_CACHE", Path.home() / ".cache" / "neurips26"))
 
 
 def cache_path(name: str) -> Path:
