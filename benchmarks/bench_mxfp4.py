@@ -25,24 +25,31 @@ from neurips26._atomic import atomic_write_text
 from neurips26.compression import mxfp4
 from neurips26.compression.mxfp4 import compile_available, native_available, quantize_mxfp4
 
-_SCRATCH = None
+_SCRATCH: dict = {}
 
 
-def flush_caches() -> None:
-    global _SCRATCH
-    if _SCRATCH is None:
-        _SCRATCH = torch.zeros(64 * 2**20)  # 256 MiB
-    _SCRATCH.add_(1.0)
+def flush_caches(device: torch.device) -> None:
+    if device.type not in _SCRATCH:
+        _SCRATCH[device.type] = torch.zeros(64 * 2**20, device=device)  # 256 MiB: above any cache level
+    _SCRATCH[device.type].add_(1.0)
 
 
-def best_cold(fn, repeats: int) -> float:
-    """The best wall time of ``repeats`` calls of ``fn`` after one warm-up, caches flushed before each."""
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def best_cold(fn, repeats: int, device: torch.device = torch.device("cpu")) -> float:
+    """The best wall time of ``repeats`` calls of ``fn`` after one warm-up, caches flushed before each
+    (on a GPU the device is synchronized around each call, so the time is the kernels')."""
     fn()
     best = float("inf")
     for _ in range(repeats):
-        flush_caches()
+        flush_caches(device)
+        _sync(device)
         t = time.perf_counter()
         fn()
+        _sync(device)
         best = min(best, time.perf_counter() - t)
     return best
 
@@ -77,22 +84,27 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="benchmarks/RESULTS_mxfp4.md")
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--device", default="cpu", help="cpu (make bench) or cuda (the GPU goal: write to "
+                    "benchmarks/RESULTS_mxfp4_gpu.md with --out)")
     args = ap.parse_args(argv)
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: no CUDA device here")
     ao = torchao_mx()
     notes = []
     compiled = compile_available()
     t = time.perf_counter()
-    native = native_available()  # builds the C kernels on a first use (or loads them from the cache)
+    native = device.type == "cpu" and native_available()  # builds the C kernels on a first use (or loads them from the cache)
     notes.append(f"native C path: {'available' if native else 'unavailable (' + mxfp4._native.why() + ')'}, "
                  f"build or cache load {time.perf_counter() - t:.2f} s")
     rows = []  # (dtype, implementation, operation, seconds, bytes)
     for dtype in (torch.float32, torch.bfloat16):
-        x = torch.randn(args.size, args.size, generator=torch.Generator().manual_seed(0)).to(dtype)
+        x = torch.randn(args.size, args.size, generator=torch.Generator().manual_seed(0)).to(device, dtype)
         nbytes = x.numel() * x.element_size()
         name = str(dtype).removeprefix("torch.")
 
         def timed(who, op, fn):
-            rows.append((name, who, op, best_cold(fn, args.repeats), nbytes))
+            rows.append((name, who, op, best_cold(fn, args.repeats, device), nbytes))
             print(f"{name} {who} {op}: {rows[-1][3] * 1e3:.1f} ms", flush=True)
 
         timed("torch", "clone", x.clone)
@@ -117,16 +129,17 @@ def main(argv=None) -> int:
             timed("ours (native)", "dequantize", lambda: q.dequantize(dtype))
         available, mxfp4._native.available = mxfp4._native.available, lambda: False  # the torch-ops decoder
         try:
-            timed("ours (torch ops)", "dequantize", lambda: q.dequantize(dtype))
+            timed("ours (torch ops)" if device.type == "cpu" else "ours", "dequantize", lambda: q.dequantize(dtype))
         finally:
             mxfp4._native.available = available
         if ao is not None:
             timed("torchao to_dtype", "dequantize", lambda: to_dtype(data, scale, torch.float4_e2m1fn_x2, 32, dtype))
     clone = {d: t for d, who, op, t, _ in rows if op == "clone"}
     copy = {d: t for d, who, op, t, _ in rows if op.startswith("copy_")}
+    where = (f"{platform.machine()}, torch {torch.__version__} ({torch.get_num_threads()} threads)" if device.type == "cpu"
+             else f"{torch.cuda.get_device_name(device)}, torch {torch.__version__}")
     lines = ["# MXFP4 quantize / dequantize throughput", "",
-             f"Measured by `make bench` on {platform.machine()}, torch {torch.__version__} ({torch.get_num_threads()} "
-             f"threads); a {args.size}×{args.size} tensor, best of {args.repeats} after a warm-up, caches flushed "
+             f"Measured by `python benchmarks/bench_mxfp4.py --device {device.type}` on {where}; a {args.size}×{args.size} tensor, best of {args.repeats} after a warm-up, caches flushed "
              "before every call; GB/s of the "
              "input's bytes; \"of clone\" / \"of copy_\" is a same-run `clone()` / `copy_` into a preallocated "
              "tensor's time over the row's (a fresh 64 MiB clone pays page faults, a 32 MiB one does not). FLOOR "
