@@ -30,7 +30,14 @@ def test_a_kernel_is_built_once_and_served_from_the_cache(cache, monkeypatch):
     assert len(built) == 1 and not list((cache / "native").glob("tmp*"))  # no temporary left behind
     assert _native.load("t_add", ADD) is lib  # once per process
     monkeypatch.setattr(_native, "_LOADED", {})
-    monkeypatch.setattr(_native.subprocess, "run", lambda *a, **k: pytest.fail("rebuilt a cached kernel"))
+    run = _native.subprocess.run
+
+    def no_build(cmd, *a, **k):
+        if "-shared" in cmd:
+            pytest.fail("rebuilt a cached kernel")
+        return run(cmd, *a, **k)
+
+    monkeypatch.setattr(_native.subprocess, "run", no_build)
     assert _native.load("t_add", ADD).add_one(1) == 2  # a new process reuses the file
     monkeypatch.undo()
 
@@ -110,3 +117,51 @@ def test_run_chunks_works_in_a_forked_child():
     p.join(60)
     assert p.exitcode == 0, "the child hung or failed"
     assert q.get(timeout=5) == [(0, 50), (50, 50)]
+
+
+def test_an_interrupted_call_returns_only_after_every_range_finished():
+    # the ranges write into the caller's buffers: run_chunks must not unwind while one still runs
+    import time
+
+    import torch
+    finished = []
+
+    def call(start, count):
+        if start == 0:
+            raise KeyboardInterrupt  # the calling thread's range, as a Ctrl-C would land
+        time.sleep(0.3)
+        finished.append(start)
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _native.run_chunks(call, 100, 10)
+        assert finished == [50]
+    finally:
+        torch.set_num_threads(old)
+
+
+def test_nested_calls_do_not_deadlock():
+    import torch
+    seen, lock = [], threading.Lock()
+
+    def inner(start, count):
+        with lock:
+            seen.append((start, count))
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        _native.run_chunks(lambda s, c: _native.run_chunks(inner, 20, 5), 20, 5)
+        assert len(seen) == 4
+    finally:
+        torch.set_num_threads(old)
+
+
+def test_cc_may_carry_arguments(monkeypatch):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    monkeypatch.setenv("CC", f"{cc} -Wall")
+    assert _native._compiler() == [cc, "-Wall"]

@@ -8,7 +8,9 @@ compiler works (no ``cc``, a failed build, ``NEURIPS26_NATIVE=0``); callers then
 their pure-torch path, which gives the same results. :func:`why_unavailable` says why.
 
 ctypes releases the GIL for the duration of a call, so :func:`run_chunks` splits one call
-over ``torch.get_num_threads()`` Python threads, each on its own contiguous range.
+over ``torch.get_num_threads()`` threads, each on its own contiguous range. The threads are
+started per call (tens of microseconds, against milliseconds of work) rather than pooled: no
+pool state to survive a fork, to resize under a running call or to deadlock a nested call.
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ import ctypes
 import hashlib
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
@@ -32,16 +34,26 @@ from ._cache import cache_root
 __all__ = ["load", "why_unavailable", "run_chunks"]
 
 _FLAG_SETS = (("-O3", "-march=native"), ("-O3",))
-_LOCK = threading.Lock()
+_LOCK = threading.Lock()  # guards the two dicts only; a build runs outside it (a fork mid-build must not inherit it held)
 _LOADED: dict[str, ctypes.CDLL | None] = {}
 _ERRORS: dict[str, str] = {}
 
 
-def _compiler() -> str | None:
-    for cand in (os.environ.get("CC"), "cc", "gcc", "clang"):
-        if cand and shutil.which(cand):
-            return shutil.which(cand)
+def _compiler() -> list[str] | None:
+    """The C compiler's command: ``$CC`` (which may carry arguments, e.g. ``ccache gcc``), else cc, gcc, clang."""
+    env = shlex.split(os.environ.get("CC", ""))
+    for cand in ([env] if env else []) + [["cc"], ["gcc"], ["clang"]]:
+        if shutil.which(cand[0]):
+            return [shutil.which(cand[0]), *cand[1:]]
     return None
+
+
+def _compiler_version(cc: list[str]) -> str:
+    try:
+        proc = subprocess.run([*cc, "--version"], capture_output=True, text=True, errors="replace", timeout=30)
+        return proc.stdout.strip().splitlines()[0] if proc.stdout.strip() else ""
+    except (OSError, subprocess.SubprocessError):
+        return ""
 
 
 def _cpu_signature() -> str:
@@ -54,20 +66,21 @@ def _cpu_signature() -> str:
     return f"{platform.machine()}|{platform.processor()}|{flags.strip()}"
 
 
-def _build(name: str, source: str, cc: str) -> tuple[ctypes.CDLL | None, str]:
+def _build(name: str, source: str, cc: list[str]) -> tuple[ctypes.CDLL | None, str]:
     errors = []
+    ident = [source, *cc, _compiler_version(cc), _cpu_signature()]
     for flags in _FLAG_SETS:
-        key = hashlib.sha256("\0".join([source, cc, *flags, _cpu_signature()]).encode()).hexdigest()[:20]
+        key = hashlib.sha256("\0".join([*ident, *flags]).encode()).hexdigest()[:20]
         target = cache_root() / "native" / f"{name}-{key}.so"
         if not target.is_file():
             target.parent.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
                 src, out = Path(tmp) / f"{name}.c", Path(tmp) / f"{name}.so"
                 src.write_text(source)
-                proc = subprocess.run([cc, *flags, "-std=c99", "-shared", "-fPIC", str(src), "-o", str(out)],
-                                      capture_output=True, text=True, timeout=120)
+                proc = subprocess.run([*cc, *flags, "-std=c99", "-shared", "-fPIC", str(src), "-o", str(out)],
+                                      capture_output=True, text=True, errors="replace", timeout=120)
                 if proc.returncode != 0:
-                    errors.append(f"{cc} {' '.join(flags)}: {proc.stderr.strip()[-300:]}")
+                    errors.append(f"{' '.join(cc)} {' '.join(flags)}: {proc.stderr.strip()[-300:]}")
                     continue
                 os.replace(out, target)  # atomic: a parallel build of the same key writes the same bytes
         try:
@@ -81,17 +94,20 @@ def load(name: str, source: str) -> ctypes.CDLL | None:
     """The compiled ``source`` as a ``ctypes.CDLL`` (built once, cached), or None where it
     cannot be built here (:func:`why_unavailable` then says why)."""
     with _LOCK:
+        if name in _LOADED:
+            return _LOADED[name]
+    lib, err = None, ""
+    if os.environ.get("NEURIPS26_NATIVE", "1") == "0":
+        err = "disabled by NEURIPS26_NATIVE=0"
+    elif (cc := _compiler()) is None:
+        err = "no C compiler found (cc, gcc, clang or $CC)"
+    else:
+        try:
+            lib, err = _build(name, source, cc)
+        except (OSError, subprocess.SubprocessError) as exc:
+            lib, err = None, f"{type(exc).__name__}: {exc}"
+    with _LOCK:  # two threads may both have built it (same file): the first result stays
         if name not in _LOADED:
-            lib, err = None, ""
-            if os.environ.get("NEURIPS26_NATIVE", "1") == "0":
-                err = "disabled by NEURIPS26_NATIVE=0"
-            elif (cc := _compiler()) is None:
-                err = "no C compiler found (cc, gcc, clang or $CC)"
-            else:
-                try:
-                    lib, err = _build(name, source, cc)
-                except (OSError, subprocess.SubprocessError) as exc:
-                    lib, err = None, f"{type(exc).__name__}: {exc}"
             _LOADED[name], _ERRORS[name] = lib, err
         return _LOADED[name]
 
@@ -101,30 +117,43 @@ def why_unavailable(name: str) -> str:
     return _ERRORS.get(name, "")
 
 
-_POOL: dict = {"pool": None, "pid": None, "size": 0}
-
-
-def _pool(size: int) -> ThreadPoolExecutor:
-    # a forked child inherits the pool object but not its threads: make a fresh one there
-    if _POOL["pool"] is None or _POOL["pid"] != os.getpid() or _POOL["size"] < size:
-        if _POOL["pool"] is not None and _POOL["pid"] == os.getpid():
-            _POOL["pool"].shutdown(wait=False)
-        _POOL.update(pool=ThreadPoolExecutor(max_workers=size, thread_name_prefix="neurips26-native"),
-                     pid=os.getpid(), size=size)
-    return _POOL["pool"]
-
-
 def run_chunks(call: Callable[[int, int], None], n: int, min_chunk: int) -> None:
     """``call(start, count)`` over [0, n) in at most ``torch.get_num_threads()`` contiguous
     ranges of at least ``min_chunk`` items, in parallel threads (``call`` must release the
-    GIL, as a ctypes call does); the first exception is raised."""
+    GIL, as a ctypes call does); the calling thread takes the first range. Returns only once
+    every range has finished, even when interrupted (the ranges write into the caller's
+    buffers, which must outlive them); then raises the interruption or the first error."""
     parts = max(1, min(torch.get_num_threads(), n // max(1, min_chunk)))
     if parts == 1:
         call(0, n)
         return
     bounds = [n * k // parts for k in range(parts + 1)]
-    with _LOCK:
-        pool = _pool(parts)
-    futures = [pool.submit(call, a, b - a) for a, b in zip(bounds[:-1], bounds[1:])]
-    for f in futures:
-        f.result()
+    errors: list[BaseException | None] = [None] * parts
+
+    def work(k: int) -> None:
+        try:
+            call(bounds[k], bounds[k + 1] - bounds[k])
+        except BaseException as err:  # reported by the caller, after every range has finished
+            errors[k] = err
+
+    threads = [threading.Thread(target=work, args=(k,), name=f"neurips26-native-{k}", daemon=True)
+               for k in range(1, parts)]
+    interrupted = None
+    try:
+        for t in threads:
+            t.start()
+        work(0)
+    except BaseException as err:  # e.g. KeyboardInterrupt while starting the threads
+        interrupted = err
+    finally:
+        for t in threads:
+            while t.is_alive():
+                try:
+                    t.join()
+                except BaseException as err:  # an interruption must not free buffers in use
+                    interrupted = interrupted or err
+    if interrupted is not None:
+        raise interrupted
+    for err in errors:
+        if err is not None:
+            raise err

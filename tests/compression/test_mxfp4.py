@@ -299,3 +299,54 @@ def test_native_impl_is_refused_where_it_cannot_run(monkeypatch):
     a, b = quantize_mxfp4(torch.arange(64.0).reshape(2, 32)), quantize_mxfp4(torch.arange(64.0).reshape(2, 32),
                                                                              impl="eager")
     assert torch.equal(a.packed, b.packed)  # auto falls back
+
+
+@pytest.mark.skipif(not native_available(), reason="C quantizer unavailable")
+def test_native_outputs_stay_on_the_cpu_whatever_the_default_device():
+    x = torch.randn(4, 64, generator=torch.Generator().manual_seed(24))
+    want = quantize_mxfp4(x, impl="eager")
+    with torch.device("meta"):  # as torch.set_default_device("cuda") in GPU code
+        q = quantize_mxfp4(x)
+        back = q.dequantize()
+    assert q.packed.device.type == "cpu" and torch.equal(q.packed, want.packed) and torch.equal(q.scales, want.scales)
+    assert back.device.type == "cpu" and torch.equal(back, want.dequantize())
+
+
+def test_fake_tensors_take_a_traceable_path():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        x = torch.randn(4, 64)
+        q = quantize_mxfp4(x)  # auto: never hands a FakeTensor's null data_ptr to C
+        y = fake_quantize_mxfp4(x)
+        assert q.packed.shape == (4, 32) and y.shape == (4, 64)
+        with pytest.raises(ValueError, match="plain CPU tensors"):
+            quantize_mxfp4(x, impl="native")
+
+
+def test_packed_and_scales_must_share_a_device():
+    with pytest.raises(ValueError, match="one device"):
+        MXFP4Tensor(torch.zeros(2, 16, dtype=torch.uint8), torch.zeros(2, 1, dtype=torch.uint8, device="meta"), (2, 32))
+
+
+def test_fake_quantize_compiles_from_a_cold_start(monkeypatch):
+    from neurips26.compression import mxfp4 as mod
+    monkeypatch.setattr(mod, "_DEQUANT", {})  # no table cached by an earlier eager call
+    x = torch.randn(8, 64, generator=torch.Generator().manual_seed(25), requires_grad=True)
+    torch._dynamo.reset()
+    f = torch.compile(fake_quantize_mxfp4, backend="aot_eager", fullgraph=True)
+    y = f(x)
+    y.sum().backward()
+    assert torch.equal(y, fake_quantize_mxfp4(x.detach())) and torch.equal(x.grad, torch.ones_like(x))
+
+
+@pytest.mark.skipif(not native_available(), reason="C quantizer unavailable")
+def test_native_wrappers_refuse_what_they_cannot_read():
+    with pytest.raises(ValueError, match="float32 or bfloat16"):
+        mxfp4_native.quantize(torch.ones(64, dtype=torch.float16), 32, False)
+    with pytest.raises(ValueError, match="contiguous"):
+        mxfp4_native.quantize(torch.ones(64, 2)[:, 0], 32, False)
+    with pytest.raises(ValueError, match="whole number of blocks"):
+        mxfp4_native.quantize(torch.ones(48), 32, False)
+    with pytest.raises(ValueError, match="dtype"):
+        mxfp4_native.dequantize(torch.zeros(2, 16, dtype=torch.uint8), torch.zeros(2, dtype=torch.uint8), 32,
+                                torch.float16)

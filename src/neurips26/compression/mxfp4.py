@@ -70,18 +70,22 @@ _F32_MAX = torch.finfo(torch.float32).max
 _DEQUANT: dict = {}
 
 
-def _dequant_tables(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def _dequant_tables(device: torch.device, cache: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """float32 (256, 2): the two E2M1 values of each packed byte; float32 (256,): 2^(c−127) for
     each scale code c, NaN for 255 (2^−127 is a float32 subnormal, exact)."""
     key = str(device)
-    if key not in _DEQUANT:
-        grid = torch.tensor(E2M1_VALUES + tuple(-v for v in E2M1_VALUES), dtype=torch.float32)
-        byte = torch.arange(256)
-        pair = torch.stack([grid[byte & 0xF], grid[byte >> 4]], dim=1)
-        scale = torch.exp2(torch.arange(256, dtype=torch.float64) - 127).to(torch.float32)
-        scale[_NAN_SCALE] = torch.nan
-        _DEQUANT[key] = (pair.to(device), scale.to(device))
-    return _DEQUANT[key]
+    cache = cache and not torch.compiler.is_compiling()
+    if cache and key in _DEQUANT:
+        return _DEQUANT[key]
+    grid = torch.tensor(E2M1_VALUES + tuple(-v for v in E2M1_VALUES), dtype=torch.float32)
+    byte = torch.arange(256)
+    pair = torch.stack([grid[byte & 0xF], grid[byte >> 4]], dim=1)
+    scale = torch.exp2(torch.arange(256, dtype=torch.float64) - 127).to(torch.float32)
+    scale[_NAN_SCALE] = torch.nan
+    tables = (pair.to(device), scale.to(device))
+    if cache:  # not under tracing (storing them is a side effect dynamo refuses) nor for FakeTensors
+        _DEQUANT[key] = tables
+    return tables
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,9 @@ class MXFP4Tensor:
             raise TypeError(f"shape must be a tuple of ints, got {self.shape!r}") from None
         if not shape or min(shape) < 0:
             raise ValueError(f"shape must hold at least one dimension, none negative, got {shape}")
+        if self.packed.device != self.scales.device:
+            raise ValueError(f"packed and scales must be on one device, got {self.packed.device} and "
+                             f"{self.scales.device}")
         blocks = -(-shape[-1] // block)
         for name, last in (("packed", blocks * block // 2), ("scales", blocks)):
             want = (*shape[:-1], last)
@@ -134,10 +141,12 @@ class MXFP4Tensor:
         elements of a block with the NaN scale code 255."""
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
-        if dtype != torch.float64 and _use_native(self.packed):
+        vals = None
+        if dtype != torch.float64 and _use_native(self.packed, self.scales):
             vals = _native.dequantize(self.packed.reshape(-1, self.block // 2).contiguous(),
                                       self.scales.reshape(-1).contiguous(), self.block,
                                       dtype if dtype == torch.bfloat16 else torch.float32)
+        if vals is not None:
             out = vals.reshape(*self.scales.shape[:-1], self.scales.shape[-1] * self.block)
             return out[..., : self.shape[-1]].to(dtype)
         if dtype == torch.float64:  # float64 holds every MXFP4 value (up to 6·2^127) exactly
@@ -151,7 +160,8 @@ class MXFP4Tensor:
             # float32 products of an E2M1 value (two significant bits) and a power of two are exact
             # down to 2^-128 and overflow to ±Inf exactly where the float64 value leaves float32's
             # range, so one rounding to ``dtype`` afterwards gives what float64 would
-            pair, scale_of = _dequant_tables(self.packed.device)
+            # real tables serve real tensors only: a FakeTensor's tables must be made in its mode
+            pair, scale_of = _dequant_tables(self.packed.device, cache=type(self.packed) is torch.Tensor)
             vals = pair[self.packed.long()]  # (..., bytes, 2): low nibble first
             scale = scale_of[self.scales.long()]
         out = (vals.reshape(*self.scales.shape, self.block) * scale[..., None]).reshape(
@@ -292,8 +302,11 @@ def native_available() -> bool:
     return _native.available()
 
 
-def _use_native(t: torch.Tensor) -> bool:
-    return t.device.type == "cpu" and not torch.compiler.is_compiling() and _native.available()
+def _use_native(*ts: torch.Tensor) -> bool:
+    """The C path takes plain CPU tensors outside torch.compile's tracing (FakeTensors, meta and
+    other subclasses have no memory it could read)."""
+    return (all(type(t) is torch.Tensor and t.device.type == "cpu" for t in ts)
+            and not torch.compiler.is_compiling() and _native.available())
 
 
 def compile_available() -> bool:
@@ -357,8 +370,12 @@ def quantize_mxfp4(x: torch.Tensor, block: int = 32, scale_mode: str = "floor", 
         raise ValueError(f"x must be a floating-point tensor, got {x.dtype}")
     if x.ndim < 1:
         raise ValueError("x must have at least one dimension (the blocks run along the last), got a 0-d tensor")
-    if impl == "native" and x.device.type != "cpu":
-        raise ValueError(f"impl='native' runs on CPU tensors, got one on {x.device} (use 'auto' or 'compiled')")
+    if impl == "native" and (x.device.type != "cpu" or type(x) is not torch.Tensor):
+        raise ValueError(f"impl='native' runs on plain CPU tensors, got a {type(x).__name__} on {x.device} "
+                         "(use 'auto' or 'compiled')")
+    if impl == "native" and torch.compiler.is_compiling():
+        raise RuntimeError("impl='native' calls C code torch.compile cannot trace; use impl='auto', which "
+                           "takes a traceable path under torch.compile")
     if impl == "native" and not native_available():
         raise RuntimeError(f"impl='native': the C quantizer is unavailable here ({_native.why()})")
     if impl == "compiled" and not compile_available():
@@ -381,6 +398,9 @@ def quantize_mxfp4(x: torch.Tensor, block: int = 32, scale_mode: str = "floor", 
     use_compiled = impl == "compiled" or (impl == "auto" and not use_native and xf.numel() >= _COMPILE_MIN_NUMEL
                                           and not torch.compiler.is_compiling() and compile_available())
     out = _native.quantize(xf, block, rceil) if use_native else None
+    if out is None and impl == "native":
+        raise RuntimeError("impl='native': the output would not be plain CPU memory (a FakeTensorMode or a "
+                           "similar mode is active); use impl='auto'")
     if use_compiled:
         if xf.storage_offset() % 2:  # pairs of elements are read as one integer: align them
             xf = xf.clone()

@@ -139,29 +139,57 @@ def why() -> str:
     return why_unavailable(_NAME)
 
 
-def quantize(x: torch.Tensor, block: int, rceil: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """``x``: contiguous CPU float32 or bfloat16 with a whole number of blocks. The packed bytes
-    (blocks, block/2) and the scale codes (blocks,), uint8."""
+def _real_cpu(*ts: torch.Tensor) -> bool:
+    """Plain tensors in CPU memory (not a FakeTensor, meta or other subclass: their
+    ``data_ptr()`` is no address the kernel may write to)."""
+    return all(type(t) is torch.Tensor and t.device.type == "cpu" for t in ts)
+
+
+def quantize(x: torch.Tensor, block: int, rceil: bool) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """``x``: a contiguous CPU float32 or bfloat16 tensor holding a whole number of blocks.
+    The packed bytes (blocks, block/2) and the scale codes (blocks,), uint8; None where the
+    outputs would not be plain CPU memory (a FakeTensorMode or similar is active)."""
+    if not (_real_cpu(x) and x.dtype in (torch.float32, torch.bfloat16) and x.is_contiguous()):
+        raise ValueError(f"x must be a contiguous plain CPU float32 or bfloat16 tensor, got {type(x).__name__} "
+                         f"{x.dtype} on {x.device}, contiguous={x.is_contiguous()}")
+    if block <= 0 or block % 2 or x.numel() % block:
+        raise ValueError(f"x's {x.numel()} elements are not a whole number of blocks of {block} (an even size)")
     lib = _lib()
+    if lib is None:
+        raise RuntimeError(f"the C quantizer is unavailable here ({why()})")
     nb = x.numel() // block
-    packed = torch.empty(nb, block // 2, dtype=torch.uint8)
-    codes = torch.empty(nb, dtype=torch.uint8)
+    packed = torch.empty(nb, block // 2, dtype=torch.uint8, device="cpu")
+    codes = torch.empty(nb, dtype=torch.uint8, device="cpu")
+    if not _real_cpu(packed, codes):
+        return None
     fn, width = (lib.mxfp4_quantize_f32, 4) if x.dtype == torch.float32 else (lib.mxfp4_quantize_bf16, 2)
     src, dst, cds = x.data_ptr(), packed.data_ptr(), codes.data_ptr()
 
     def call(start: int, count: int) -> None:
         fn(src + start * block * width, count, block, int(rceil), dst + start * (block // 2), cds + start)
 
-    run_chunks(call, nb, _MIN_CHUNK)
+    run_chunks(call, nb, _MIN_CHUNK)  # returns only when every chunk is done: x, packed, codes stay alive to here
     return packed, codes
 
 
-def dequantize(packed: torch.Tensor, codes: torch.Tensor, block: int, dtype: torch.dtype) -> torch.Tensor:
-    """``packed`` (blocks, block/2) and ``codes`` (blocks,) contiguous CPU uint8: the values
-    (blocks, block) in float32 or bfloat16."""
+def dequantize(packed: torch.Tensor, codes: torch.Tensor, block: int, dtype: torch.dtype) -> torch.Tensor | None:
+    """``packed`` (blocks, block/2) and ``codes`` (blocks,): contiguous plain CPU uint8. The
+    values (blocks, block) in ``dtype``, float32 or bfloat16; None where the output would not
+    be plain CPU memory."""
+    if not (_real_cpu(packed, codes) and packed.dtype == codes.dtype == torch.uint8
+            and packed.is_contiguous() and codes.is_contiguous()):
+        raise ValueError("packed and codes must be contiguous plain CPU uint8 tensors")
+    if dtype not in (torch.float32, torch.bfloat16):
+        raise ValueError(f"dtype must be torch.float32 or torch.bfloat16, got {dtype}")
+    if block <= 0 or block % 2 or packed.numel() != codes.numel() * (block // 2):
+        raise ValueError(f"packed holds {packed.numel()} bytes, not {block // 2} per each of {codes.numel()} blocks")
     lib = _lib()
+    if lib is None:
+        raise RuntimeError(f"the C quantizer is unavailable here ({why()})")
     nb = codes.numel()
-    out = torch.empty(nb, block, dtype=dtype)
+    out = torch.empty(nb, block, dtype=dtype, device="cpu")
+    if not _real_cpu(out):
+        return None
     fn, width = (lib.mxfp4_dequantize_f32, 4) if dtype == torch.float32 else (lib.mxfp4_dequantize_bf16, 2)
     src, cds, dst = packed.data_ptr(), codes.data_ptr(), out.data_ptr()
 
