@@ -6,6 +6,9 @@ weights). Every method gets the same budget in backward passes (ParetoM3 2 per s
 
 Usage: python scripts/paretom3_gpu.py --out results/gpu/paretom3_math.json [--seeds 1] [--rays 5] [--budget 2000]
        python scripts/paretom3_gpu.py --device cpu --tiny --out /tmp/pm3_math.json   # a smoke test of the script
+       python scripts/paretom3_gpu.py --device cpu --config cpu --budget 3000 --n-train 2000 --n-test 300 \
+           --batch 32 --merit-steps 20 --lr 0.15 --methods ParetoM3 --out results/cpu/paretom3-math-lr015.json
+           # the full run's math task at another step size (a probe)
 Writes one JSON file (through a temporary file and a rename): the settings and, per method, ray and seed, the
 held-out exact match per family, the training losses, their alignment with the ray and (``--merit-steps``) u_alpha.
 """
@@ -39,11 +42,13 @@ def main(argv=None) -> dict:
     ap.add_argument("--lr", type=float, default=paretom3.MATH_LR)
     ap.add_argument("--merit-steps", type=int, default=0, help="inner steps of u_alpha at the end (0: skip)")
     ap.add_argument("--methods", nargs="+", default=list(paretom3.MATH_METHODS), choices=paretom3.MATH_METHODS)
+    ap.add_argument("--config", default="gpu100m", choices=sorted(paretom3.MATH_CONFIGS),
+                    help="the model size (gpu100m: ~99 M parameters; cpu: the full run's)")
     ap.add_argument("--tiny", action="store_true", help="a few-second configuration (checks the script)")
     args = ap.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit("no CUDA device here: pass --device cpu (slow) or run on a GPU machine")
-    size = dict(config="gpu100m", budget=args.budget, n_train=args.n_train, n_test=args.n_test, batch=args.batch,
+    size = dict(config=args.config, budget=args.budget, n_train=args.n_train, n_test=args.n_test, batch=args.batch,
                 rays=args.rays, seeds=args.seeds, merit_steps=args.merit_steps)
     if args.tiny:
         size = dict(TINY)

@@ -95,3 +95,14 @@ def test_a_diverged_math_run_is_flagged_and_measured_at_the_untrained_model():
     assert not start["diverged"] and start["diverged_at"] is None
     assert out["train_loss"] == start["train_loss"] and out["acc"] == start["acc"]
     assert out["merit"] == pytest.approx(start["merit"]) and np.isfinite(out["alignment"])
+
+
+def test_gpu_script_runs_another_config(tmp_path, monkeypatch):
+    out = tmp_path / "math.json"
+    monkeypatch.setattr(sys, "argv", ["paretom3_gpu.py", "--device", "cpu", "--config", "tiny", "--budget", "4",
+                                      "--n-train", "16", "--n-test", "8", "--batch", "4", "--rays", "2",
+                                      "--lr", "30", "--methods", "ParetoM3", "--out", str(out)])
+    runpy.run_path(str(ROOT / "scripts" / "paretom3_gpu.py"), run_name="__main__")
+    res = json.loads(out.read_text())
+    assert res["settings"]["config"] == "tiny" and res["settings"]["lr"] == 30.0
+    assert len(res["runs"]) == 2 and all("diverged" in r for r in res["runs"])
