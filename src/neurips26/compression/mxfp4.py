@@ -306,8 +306,7 @@ def native_available() -> bool:
 def _use_native(*ts: torch.Tensor) -> bool:
     """The C path takes plain CPU tensors outside torch.compile's tracing (FakeTensors, meta and
     other subclasses have no memory it could read)."""
-    return (all(type(t) is torch.Tensor and t.device.type == "cpu" for t in ts)
-            and not torch.compiler.is_compiling() and _native.available())
+    return _native.plain_cpu(*ts) and not torch.compiler.is_compiling() and _native.available()
 
 
 def compile_available() -> bool:

@@ -21,7 +21,7 @@ import torch
 
 from .._native import load, run_chunks, why_unavailable
 
-__all__ = ["available", "why", "quantize", "dequantize"]
+__all__ = ["available", "why", "plain_cpu", "quantize", "dequantize"]
 
 _NAME = "mxfp4"
 _SOURCE = r"""
@@ -108,13 +108,10 @@ void mxfp4_dequantize_bf16(const uint8_t *packed, const uint8_t *codes, int64_t 
 """
 
 _MIN_CHUNK = 1 << 13  # blocks per thread: below this a second thread costs more than it saves
-_SIGS = {"mxfp4_quantize_f32": [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int,
-                                ctypes.c_void_p, ctypes.c_void_p],
-         "mxfp4_quantize_bf16": [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int,
-                                 ctypes.c_void_p, ctypes.c_void_p],
-         "mxfp4_dequantize_f32": [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p],
-         "mxfp4_dequantize_bf16": [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
-                                   ctypes.c_void_p]}
+_QUANT_ARGS = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+_DEQUANT_ARGS = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+_SIGS = {"mxfp4_quantize_f32": _QUANT_ARGS, "mxfp4_quantize_bf16": _QUANT_ARGS,
+         "mxfp4_dequantize_f32": _DEQUANT_ARGS, "mxfp4_dequantize_bf16": _DEQUANT_ARGS}
 
 
 _TYPED: set = set()
@@ -139,7 +136,7 @@ def why() -> str:
     return why_unavailable(_NAME)
 
 
-def _real_cpu(*ts: torch.Tensor) -> bool:
+def plain_cpu(*ts: torch.Tensor) -> bool:
     """Plain tensors in CPU memory (not a FakeTensor, meta or other subclass: their
     ``data_ptr()`` is no address the kernel may write to)."""
     return all(type(t) is torch.Tensor and t.device.type == "cpu" for t in ts)
@@ -149,7 +146,7 @@ def quantize(x: torch.Tensor, block: int, rceil: bool) -> tuple[torch.Tensor, to
     """``x``: a contiguous CPU float32 or bfloat16 tensor holding a whole number of blocks.
     The packed bytes (blocks, block/2) and the scale codes (blocks,), uint8; None where the
     outputs would not be plain CPU memory (a FakeTensorMode or similar is active)."""
-    if not (_real_cpu(x) and x.dtype in (torch.float32, torch.bfloat16) and x.is_contiguous()):
+    if not (plain_cpu(x) and x.dtype in (torch.float32, torch.bfloat16) and x.is_contiguous()):
         raise ValueError(f"x must be a contiguous plain CPU float32 or bfloat16 tensor, got {type(x).__name__} "
                          f"{x.dtype} on {x.device}, contiguous={x.is_contiguous()}")
     if block <= 0 or block % 2 or x.numel() % block:
@@ -160,7 +157,7 @@ def quantize(x: torch.Tensor, block: int, rceil: bool) -> tuple[torch.Tensor, to
     nb = x.numel() // block
     packed = torch.empty(nb, block // 2, dtype=torch.uint8, device="cpu")
     codes = torch.empty(nb, dtype=torch.uint8, device="cpu")
-    if not _real_cpu(packed, codes):
+    if not plain_cpu(packed, codes):
         return None
     fn, width = (lib.mxfp4_quantize_f32, 4) if x.dtype == torch.float32 else (lib.mxfp4_quantize_bf16, 2)
     src, dst, cds = x.data_ptr(), packed.data_ptr(), codes.data_ptr()
@@ -176,7 +173,7 @@ def dequantize(packed: torch.Tensor, codes: torch.Tensor, block: int, dtype: tor
     """``packed`` (blocks, block/2) and ``codes`` (blocks,): contiguous plain CPU uint8. The
     values (blocks, block) in ``dtype``, float32 or bfloat16; None where the output would not
     be plain CPU memory."""
-    if not (_real_cpu(packed, codes) and packed.dtype == codes.dtype == torch.uint8
+    if not (plain_cpu(packed, codes) and packed.dtype == codes.dtype == torch.uint8
             and packed.is_contiguous() and codes.is_contiguous()):
         raise ValueError("packed and codes must be contiguous plain CPU uint8 tensors")
     if dtype not in (torch.float32, torch.bfloat16):
@@ -188,7 +185,7 @@ def dequantize(packed: torch.Tensor, codes: torch.Tensor, block: int, dtype: tor
         raise RuntimeError(f"the C quantizer is unavailable here ({why()})")
     nb = codes.numel()
     out = torch.empty(nb, block, dtype=dtype, device="cpu")
-    if not _real_cpu(out):
+    if not plain_cpu(out):
         return None
     fn, width = (lib.mxfp4_dequantize_f32, 4) if dtype == torch.float32 else (lib.mxfp4_dequantize_bf16, 2)
     src, cds, dst = packed.data_ptr(), codes.data_ptr(), out.data_ptr()
