@@ -39,7 +39,7 @@ Three paths give the same bits. The eager one scales each block and rounds with 
 op by op in cache-sized chunks (``impl="eager"``, and the fallback everywhere). The native one
 runs the same arithmetic as one C pass over memory, built on first use with the system C
 compiler (``neurips26._native``; the default on CPU tensors where a compiler works,
-``impl="native"``): 30–60× torchao's ``to_mx`` here, at a fifth of a copy's speed or better
+``impl="native"``): 30–60× torchao's ``to_mx`` here, at a fifth to a half of a copy's speed
 (``docs/moe-mxfp4.md``). The fused one counts, per element, the
 block's rounding thresholds its magnitude passes, compared as bit patterns (exact: the scaled
 thresholds are float32 values); ``torch.compile`` turns it into one kernel (the default for

@@ -64,7 +64,13 @@ static inline void NAME##_block(const T *s, int64_t B, int rceil, uint8_t *o, ui
 }                                                                                                   \
 void NAME(const T *src, int64_t nblocks, int64_t B, int rceil, uint8_t *packed, uint8_t *codes) {   \
     if (B == 32) /* the MX block: a constant trip count the compiler vectorizes */                  \
-        for (int64_t k = 0; k < nblocks; ++k) NAME##_block(src + k * 32, 32, rceil, packed + k * 16, codes + k); \
+        for (int64_t k = 0; k < nblocks; ++k) {                                                     \
+            /* each line of the block 2 KiB ahead: from cold caches the bf16 pass took 13.5 ms      \
+               without (the hardware prefetcher did not keep up), 5.7 ms with; float32 unchanged */ \
+            const char *ahead = (const char *)(src + k * 32) + 2048;                                \
+            for (int64_t b = 0; b < 32 * (int64_t)sizeof(T); b += 64) __builtin_prefetch(ahead + b, 0, 0); \
+            NAME##_block(src + k * 32, 32, rceil, packed + k * 16, codes + k);                      \
+        }                                                                                           \
     else                                                                                            \
         for (int64_t k = 0; k < nblocks; ++k) NAME##_block(src + k * B, B, rceil, packed + k * (B / 2), codes + k); \
 }
