@@ -59,11 +59,29 @@ def test_unavailable_kernels_say_why(cache, monkeypatch):
 
 
 @needs_cc
-def test_a_failed_build_is_reported_and_leaves_nothing(cache):
+def test_a_failed_build_is_reported_remembered_and_leaves_no_library(cache, monkeypatch):
     assert _native.load("t_bad", "int broken( { return ; }\n") is None
     why = _native.why_unavailable("t_bad")
     assert "error" in why and "-O3" in why
-    assert not list((cache / "native").glob("t_bad*"))
+    left = list((cache / "native").glob("t_bad*"))
+    assert left and all(p.suffix == ".failed" for p in left)  # no library, no temporary: one marker per flag set
+    assert not list((cache / "native").glob("tmp*"))
+    monkeypatch.setattr(_native, "_LOADED", {})  # a new process: the failure is not compiled again
+    run = _native.subprocess.run
+
+    def no_build(cmd, *a, **k):
+        if "-shared" in cmd:
+            pytest.fail("recompiled a source the compiler refused before")
+        return run(cmd, *a, **k)
+
+    monkeypatch.setattr(_native.subprocess, "run", no_build)
+    assert _native.load("t_bad", "int broken( { return ; }\n") is None
+    assert "failed before" in _native.why_unavailable("t_bad") and "error" in _native.why_unavailable("t_bad")
+    monkeypatch.undo()
+    for p in left:  # deleting the markers retries the build
+        p.unlink()
+    monkeypatch.setattr(_native, "_LOADED", {})
+    assert _native.load("t_bad", "int broken( { return ; }\n") is None and "failed before" not in _native.why_unavailable("t_bad")
 
 
 def test_run_chunks_covers_the_range_once_in_parallel():

@@ -5,7 +5,8 @@ and CPU (``-O3 -march=native``, on x86 with ``-mprefer-vector-width=512``; each 
 compiler refuses falls back to the next, down to ``-O3``) into
 ``cache_root()/native/NAME-KEY.so`` (written to a temporary file and renamed, so parallel
 processes never load half a library) and returns the ``ctypes.CDLL``, or None where no
-compiler works (no ``cc``, a failed build, ``NEURIPS26_NATIVE=0``); callers then take
+compiler works (no ``cc``, a failed build, ``NEURIPS26_NATIVE=0``; a flag set the compiler
+refused is remembered as ``NAME-KEY.failed`` beside it and not tried again); callers then take
 their pure-torch path, which gives the same results. :func:`why_unavailable` says why.
 
 ctypes releases the GIL for the duration of a call, so :func:`run_chunks` splits one call
@@ -77,6 +78,11 @@ def _build(name: str, source: str, cc: list[str]) -> tuple[ctypes.CDLL | None, s
     for flags in _FLAG_SETS:
         key = hashlib.sha256("\0".join([*ident, *flags]).encode()).hexdigest()[:20]
         target = cache_root() / "native" / f"{name}-{key}.so"
+        failed = target.with_suffix(".failed")  # this compiler refused this source with these flags before
+        if not target.is_file() and failed.is_file():
+            errors.append(f"{' '.join(cc)} {' '.join(flags)} (failed before; delete {failed} to retry): "
+                          f"{failed.read_text(errors='replace')}")
+            continue
         if not target.is_file():
             target.parent.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
@@ -85,7 +91,13 @@ def _build(name: str, source: str, cc: list[str]) -> tuple[ctypes.CDLL | None, s
                 proc = subprocess.run([*cc, *flags, "-std=c99", "-shared", "-fPIC", str(src), "-o", str(out)],
                                       capture_output=True, text=True, errors="replace", timeout=120)
                 if proc.returncode != 0:
-                    errors.append(f"{' '.join(cc)} {' '.join(flags)}: {proc.stderr.strip()[-300:]}")
+                    why = proc.stderr.strip()[-300:]
+                    errors.append(f"{' '.join(cc)} {' '.join(flags)}: {why}")
+                    # remembered, so that each new process does not pay the failed compile again (the
+                    # key holds the compiler's version: a new compiler tries afresh)
+                    marker = Path(tmp) / "failed"
+                    marker.write_text(why)
+                    os.replace(marker, failed)
                     continue
                 os.replace(out, target)  # atomic: a parallel build of the same key writes the same bytes
         try:
