@@ -54,6 +54,11 @@ def test_dagma_closed_form_derivatives_equal_autograd(mu, s):
     assert obj.value(3.0 * np.ones((5, 5)) - 3.0 * np.eye(5)) == np.inf == SEMObjective.value(obj, 3.0 * np.ones((5, 5)))
     assert np.abs(obj.hvp(W, V) - SEMObjective.hvp(obj, W, V)).max() < 1e-12
     assert np.abs(obj.hessian_on(W, support) - SEMObjective.hessian_on(obj, W, support)).max() < 1e-12
+    # a support in any order (the least-squares part is added on same-column pairs found by sorting)
+    perm = np.random.default_rng(0).permutation(len(support))
+    H = obj.hessian_on(W, support)
+    assert np.array_equal(obj.hessian_on(W, support[perm]), H[np.ix_(perm, perm)])
+    assert obj.hessian_on(W, support[:0]).shape == (0, 0)
 
 
 def test_notears_value_and_gradient_closed_form():

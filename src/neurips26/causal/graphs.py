@@ -34,11 +34,24 @@ def make_acyclic(W: np.ndarray, threshold: float) -> np.ndarray:
     threshold = check_real("threshold", threshold, low=0.0)
     A = (np.abs(W) > threshold).astype(int)
     np.fill_diagonal(A, 0)
-    while not is_acyclic(A):
-        reach = A.astype(bool)
-        for _ in range(int(np.ceil(np.log2(len(A)))) + 1):  # transitive closure by squaring
-            reach = reach | ((reach.astype(int) @ reach.astype(int)) > 0)
+    while True:
+        reach = _closure(A)
+        if not np.diagonal(reach).any():  # no node reaches itself: acyclic
+            return A
         on_cycle = A.astype(bool) & reach.T
         weights = np.where(on_cycle, np.abs(W), np.inf)
         A[np.unravel_index(np.argmin(weights), W.shape)] = 0
-    return A
+
+
+def _closure(A: np.ndarray) -> np.ndarray:
+    """reach[i, j]: a path of one or more edges i ⇝ j, by repeated squaring. The products are
+    float64 BLAS matmuls of 0/1 matrices (counts up to d, exact), which an integer matmul,
+    done without BLAS, made the path's graph selection cost milliseconds per knot."""
+    reach = A != 0
+    for _ in range(int(np.ceil(np.log2(max(len(A), 2)))) + 1):
+        R = reach.astype(np.float64)
+        grown = reach | (R @ R > 0)
+        if np.array_equal(grown, reach):
+            break
+        reach = grown
+    return reach
