@@ -1,6 +1,7 @@
 """neurips26._native: C kernels built once per source and CPU, cached atomically, refused with a reason
 where no compiler works; run_chunks covers a range exactly once over threads, also in a forked child."""
 
+import contextlib
 import multiprocessing
 import shutil
 import threading
@@ -22,6 +23,21 @@ def cache(tmp_path, monkeypatch):
     return tmp_path
 
 
+@contextlib.contextmanager
+def forbid_compiles(why: str):
+    """Fail the test if a build runs inside the block (other subprocesses, e.g. cc --version, pass)."""
+    run = _native.subprocess.run
+
+    def guarded(cmd, *a, **k):
+        if "-shared" in cmd:
+            pytest.fail(why)
+        return run(cmd, *a, **k)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_native.subprocess, "run", guarded)
+        yield
+
+
 @needs_cc
 def test_a_kernel_is_built_once_and_served_from_the_cache(cache, monkeypatch):
     lib = _native.load("t_add", ADD)
@@ -30,16 +46,8 @@ def test_a_kernel_is_built_once_and_served_from_the_cache(cache, monkeypatch):
     assert len(built) == 1 and not list((cache / "native").glob("tmp*"))  # no temporary left behind
     assert _native.load("t_add", ADD) is lib  # once per process
     monkeypatch.setattr(_native, "_LOADED", {})
-    run = _native.subprocess.run
-
-    def no_build(cmd, *a, **k):
-        if "-shared" in cmd:
-            pytest.fail("rebuilt a cached kernel")
-        return run(cmd, *a, **k)
-
-    monkeypatch.setattr(_native.subprocess, "run", no_build)
-    assert _native.load("t_add", ADD).add_one(1) == 2  # a new process reuses the file
-    monkeypatch.undo()
+    with forbid_compiles("rebuilt a cached kernel"):
+        assert _native.load("t_add", ADD).add_one(1) == 2  # a new process reuses the file
 
 
 @needs_cc
@@ -67,17 +75,9 @@ def test_a_failed_build_is_reported_remembered_and_leaves_no_library(cache, monk
     assert left and all(p.suffix == ".failed" for p in left)  # no library, no temporary: one marker per flag set
     assert not list((cache / "native").glob("tmp*"))
     monkeypatch.setattr(_native, "_LOADED", {})  # a new process: the failure is not compiled again
-    run = _native.subprocess.run
-
-    def no_build(cmd, *a, **k):
-        if "-shared" in cmd:
-            pytest.fail("recompiled a source the compiler refused before")
-        return run(cmd, *a, **k)
-
-    monkeypatch.setattr(_native.subprocess, "run", no_build)
-    assert _native.load("t_bad", "int broken( { return ; }\n") is None
+    with forbid_compiles("recompiled a source the compiler refused before"):
+        assert _native.load("t_bad", "int broken( { return ; }\n") is None
     assert "failed before" in _native.why_unavailable("t_bad") and "error" in _native.why_unavailable("t_bad")
-    monkeypatch.undo()
     for p in left:  # deleting the markers retries the build
         p.unlink()
     monkeypatch.setattr(_native, "_LOADED", {})
