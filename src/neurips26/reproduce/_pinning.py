@@ -10,8 +10,7 @@ libraries choose their kernels, hence their summation order, from the CPU they f
   ``ONEDNN_MAX_CPU_ISA`` caps it (read when oneDNN first runs).
 * MKL (torch's BLAS/LAPACK) dispatches by ISA and by CPU vendor; ``MKL_CBWR`` (conditional
   numerical reproducibility) fixes its code branch, cache sizes and reduction order (read when MKL
-  initializes, at its first call). ``MKL_ENABLE_INSTRUCTIONS`` is set to the same level: a lower
-  cap left in the environment overrode the branch on an Intel Xeon (a float32 GEMM's bits changed).
+  initializes, at its first call).
 * NumPy's and SciPy's OpenBLAS choose a core type (Haswell, SkylakeX, Zen ...) when the library
   loads; ``OPENBLAS_CORETYPE`` fixes it, but only if set before NumPy / SciPy are imported.
 * Thread counts: ATen's parallel reductions split the work by thread, MKL its GEMMs; a different
@@ -43,7 +42,6 @@ PIN_ENV = {
     "ATEN_CPU_CAPABILITY": "avx2",
     "ONEDNN_MAX_CPU_ISA": "AVX2",
     "MKL_CBWR": "AVX2",
-    "MKL_ENABLE_INSTRUCTIONS": "AVX2",
     "OPENBLAS_CORETYPE": "Haswell",
 }
 #: the thread count of quick runs (the project's reference machine has 2 cores)
