@@ -48,9 +48,20 @@ def rerun(slug: str, tmp_path: pathlib.Path) -> tuple[dict, dict]:
     pytest.param("moe-mxfp4", marks=pytest.mark.slow),
 ])
 def test_quick_rerun_matches_committed_reference(slug, tmp_path):
+    from neurips26.reproduce._harness import _cpu_model
+
+    made_on = json.loads((REFERENCES / f"{slug}.json").read_text())["env"].get("cpu", "")
+    if _vendor(made_on) != _vendor(_cpu_model() or ""):
+        pytest.skip(f"the reference was made on {made_on!r}, this CPU is {_cpu_model()!r}: MKL promises equal "
+                    "bits only within one vendor's code branch (docs/reproducibility.md), and these runs amplify "
+                    "a last-bit difference past any tolerance")
     ref, new = rerun(slug, tmp_path)
     problems = compare(ref, new)
     assert not problems, f"{slug} --quick --seed 0 no longer matches results/quick/{slug}.json:\n" + "\n".join(problems[:20])
+
+
+def _vendor(cpu: str) -> str:
+    return "AMD" if "AMD" in cpu else "Intel" if "Intel" in cpu else cpu
 
 
 def _result(metrics, verdicts, **env):
