@@ -311,11 +311,11 @@ def test_the_default_path_end_is_glmnets_ratio():
     assert default_lambda_min_ratio(5, 8) == 1e-2  # fewer samples than variables
 
 
-def test_a_mu_schedule_follows_one_path_per_mu_and_selects_among_all_of_them():
+def test_without_anchors_a_mu_schedule_follows_one_path_per_mu_and_selects_among_all_of_them():
     from neurips26.causal import DagFlow, refit_bic
 
     X = sem_data(n=300)
-    model = DagFlow("dagma", mu=(1.0, 0.01), lambda_min_ratio=0.05).fit(X)
+    model = DagFlow("dagma", mu=(1.0, 0.01), lambda_min_ratio=0.05, anchors=None).fit(X)
     assert len(model.paths_) == 2 and model.path_ is model.paths_[0]
     # the second path is DAGMA's objective at μ = 0.01: its λ_max is μ times the first one's
     assert np.isclose(model.paths_[1].lambdas[0], 0.01 * model.paths_[0].lambdas[0], rtol=1e-6)

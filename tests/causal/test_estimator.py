@@ -57,7 +57,8 @@ def test_init_stores_only_and_fit_validates():
     for params, match in [({"formulation": "pc"}, "formulation"), ({"mu": (1.0, 0.0)}, "mu"),
                           ({"formulation": "notears", "mu": (1.0, 0.1)}, "dagma"), ({"threshold": 0.0}, "threshold"),
                           ({"lambda_min_ratio": 1.0}, "lambda_min_ratio"), ({"max_step": 0.0}, "max_step"),
-                          ({"criterion": "aic"}, "criterion"), ({"min_stability": 2.0}, "min_stability")]:
+                          ({"criterion": "aic"}, "criterion"), ({"min_stability": 2.0}, "min_stability"),
+                          ({"anchors": 0}, "anchors")]:
         with pytest.raises(ValueError, match=match):
             DagFlow(**params).fit(X)
     with pytest.raises(TypeError, match="threshold"):
@@ -119,8 +120,9 @@ def test_the_default_mu_schedule_is_dagmas_own_central_path():
     expected = [p["mu_init"].default * p["mu_factor"].default ** t for t in range(p["T"].default)]
     np.testing.assert_allclose(CENTRAL_PATH, expected, rtol=1e-12)
     X = sem_data()
-    model = DagFlow(lambda_min_ratio=0.05).fit(X)
+    model = DagFlow(lambda_min_ratio=0.05, anchors=None).fit(X)
     assert model.mus_ == CENTRAL_PATH and len(model.paths_) == len(CENTRAL_PATH)
+    assert DagFlow(lambda_min_ratio=0.05).fit(X).mus_ == CENTRAL_PATH  # the anchored path: one, of the last μ
     assert DagFlow("lasso", lambda_min_ratio=0.05).fit(X).mus_ == (1.0,)  # μ is DAGMA's alone
     single = DagFlow(mu=1.0, lambda_min_ratio=0.05).fit(X)
     np.testing.assert_array_equal(single.path_.lambdas, model.path_.lambdas)  # the first path is μ = 1's

@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._checks import check_real
 from .graphs import make_acyclic
 from .objectives import DagmaObjective, GolemObjective, NotearsObjective
-from .path import default_lambda_min_ratio, follow_path
+from .path import anchored_path, default_lambda_min_ratio, follow_path
 from .selection import select_by_bic
 
 __all__ = ["DagFlow"]
@@ -45,22 +45,27 @@ class DagFlow(BaseEstimator):
     max_step : the largest step along the path, as a fraction of λ_max (finite, > 0).
     threshold : τ > 0, finite; a graph on the path is {|W_ij| > τ}, made acyclic by removing the
         weakest edge of each cycle.
-    mu : for "dagma", μ of DAGMA's objective (finite, > 0), or a schedule of them: one path is
-        followed per μ (``paths_``, in the schedule's order), and the selection chooses among
-        the candidate graphs of all of them. A path at μ is in units λ = μ·λ₁ of DAGMA's own ℓ1
-        weight λ₁. None (default): DAGMA's central path ``CENTRAL_PATH`` = (1, 0.1, 0.01,
-        0.001, 0.0001), through which each of DAGMA's own fits passes. Ignored by the other
-        formulations.
+    mu : for "dagma", μ of DAGMA's objective (finite, > 0), or a schedule of them, decreasing.
+        None (default): DAGMA's central path ``CENTRAL_PATH`` = (1, 0.1, 0.01, 0.001, 0.0001),
+        through which each of DAGMA's own fits passes. A path at μ is in units λ = μ·λ₁ of
+        DAGMA's own ℓ1 weight λ₁. Ignored by the other formulations.
+    anchors : for a schedule of μ (the default), how it is followed. An integer k >= 1 (default
+        12, about one per halving of λ over glmnet's 1e-4 range): one path, of the last μ, on the branch DAGMA's own continuation selects, restarted
+        on it at k anchor λ (``path.anchored_path``: at each, the μ-continuation of DAGMA's fits
+        by ``local_minimum``, then the exact path down to the next anchor). None: one path per
+        μ, each from W = 0 at λ_max (``paths_`` in the schedule's order), the selection choosing
+        among the graphs of all of them; at small μ such a path can stay on a poor branch.
 
-    What the knobs cost: the time of ``fit`` is the sum of its paths' (one per μ), and a path's
-    grows with its number of knots (edges entering or leaving) and about as d³ per knot. On an
-    ER2 SEM with d = 20, n = 200 and 36 true edges (the reproduction's generator, seed 0), on one
-    thread of a shared 2-core machine: the central path took 13 s for a BIC graph at SHD 4, the
-    single μ = 1 path 1.4 s for SHD 8 (it stops where the likelihood still dominates):
-    ``mu=1.0`` is the cheap preview. At d = 50 (ER2, n = 1000, one thread) the central path
-    took 6 minutes over 8 165 knots, more than a 20-point grid of ``dagma`` fits (3.7
-    minutes, ``docs/dag-flow.md``), the μ = 1 path 33 s. A smaller ``lambda_min_ratio`` adds
-    knots at the dense end; a smaller ``max_step`` adds predictor steps between knots (not knots).
+    What the knobs cost: a path's time grows with its number of knots (edges entering or
+    leaving) and about as d³ per knot. ER2 SEMs, n = 1000, one thread (the bench of
+    ``docs/dag-flow.md``): at d = 20 the anchored central path took 3.4 s for a best graph at
+    SHD 0, the five independent paths (``anchors=None``) 13.5 s for SHD 5, a 20-point grid of
+    ``dagma`` fits 57 s for SHD 0; at d = 50 2.2 minutes for SHD 0, against 6 minutes for SHD 16
+    and 3.4 minutes for SHD 0. More anchors follow DAGMA's own fits more closely at the price of
+    one continuation each (tens of seconds at the densest anchors, d = 50); ``mu=1.0`` follows one
+    path, the cheap preview, which stops where the likelihood still dominates. A smaller
+    ``lambda_min_ratio`` adds knots at the dense end; a smaller ``max_step`` adds predictor
+    steps between knots (not knots).
     s : DAGMA's log-det parameter (sI − W∘W must stay an M-matrix); finite, > 0.
     rho, alpha : NOTEARS' augmented-Lagrangian weights, fixed along the path; rho finite and
         >= 0, alpha finite.
@@ -78,8 +83,12 @@ class DagFlow(BaseEstimator):
     Attributes
     ----------
     adjacency_ : (d, d) 0/1 int array, the selected DAG (adjacency_[i, j] = 1: edge i → j).
-    paths_ : list of :class:`RegularizationPath`, one per μ; ``path_`` is the first.
-    mus_ : tuple of the μ values followed (one for the formulations other than "dagma").
+    paths_ : list of :class:`RegularizationPath`: the anchored path of the last μ alone, or
+        (``anchors=None`` or a single μ) one per μ; ``path_`` is the first.
+    mus_ : tuple of the μ values of the schedule (one for the formulations other than "dagma").
+    lambda1_range_ : (λ₁,max, λ₁,min), the paths' range in DAGMA's own ℓ1 units λ₁ = λ/μ (for
+        the other formulations, the path's λ range itself): a grid of ``dagma`` fits over the
+        same range takes these.
     lambda_min_ratio_ : the path end used.
     objective_ : the objective of the last path; ``X_`` its centred (n, d) data.
     n_evaluations_ : dict, the derivative evaluations of every path together (gradients,
@@ -89,7 +98,8 @@ class DagFlow(BaseEstimator):
 
     def __init__(self, formulation: str = "dagma", lambda_min_ratio: float | None = None, max_step: float = 0.05,
                  threshold: float = 0.3, mu: float | tuple | None = None, s: float = 1.0, rho: float = 1.0,
-                 alpha: float = 0.0, lambda2: float = 5.0, criterion: str = "bic", min_stability: float = 0.5):
+                 alpha: float = 0.0, lambda2: float = 5.0, criterion: str = "bic", min_stability: float = 0.5,
+                 anchors: int | None = 12):
         self.formulation = formulation
         self.lambda_min_ratio = lambda_min_ratio
         self.max_step = max_step
@@ -101,6 +111,7 @@ class DagFlow(BaseEstimator):
         self.lambda2 = lambda2
         self.criterion = criterion
         self.min_stability = min_stability
+        self.anchors = anchors
 
     def _check_params(self) -> tuple[float, ...]:
         """Validate the hyper-parameters; the μ schedule as a tuple of floats."""
@@ -117,6 +128,14 @@ class DagFlow(BaseEstimator):
             raise ValueError(f"mu must be a positive finite number or a non-empty schedule of them, got {self.mu!r}")
         if len(mus) > 1 and self.formulation != "dagma":
             raise ValueError(f"a schedule of mu values applies to the 'dagma' formulation only, not {self.formulation!r}")
+        if self.anchors is not None:
+            if isinstance(self.anchors, bool) or not isinstance(self.anchors, numbers.Integral):
+                raise TypeError(f"anchors must be an integer >= 1 or None, got {self.anchors!r}")
+            if self.anchors < 1:
+                raise ValueError(f"anchors must be an integer >= 1 or None, got {self.anchors!r}")
+            if len(mus) > 1 and any(b >= a for a, b in zip(mus, mus[1:])):
+                raise ValueError(f"an anchored path follows a decreasing mu schedule, got {mus!r} "
+                                 "(or pass anchors=None: one path per mu)")
         for name in ("max_step", "threshold", "min_stability") + (() if self.lambda_min_ratio is None else ("lambda_min_ratio",)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -146,8 +165,8 @@ class DagFlow(BaseEstimator):
         return NotearsObjective(X, rho=0.0)
 
     def fit(self, X, y=None) -> "DagFlow":
-        """Follow one path per μ on the (n, d) data X (n ≥ 2, d ≥ 2, finite, no constant
-        column; centred here) and select ``adjacency_``. ``y`` is ignored (there for the
+        """Follow the path (``anchors``, ``mu``) on the (n, d) data X (n ≥ 2, d ≥ 2, finite, no
+        constant column; centred here) and select ``adjacency_``. ``y`` is ignored (there for the
         scikit-learn API)."""
         mus = self._check_params()
         try:
@@ -156,14 +175,21 @@ class DagFlow(BaseEstimator):
             if re.search(r"\bX\b", str(e)):
                 raise
             raise type(e)(f"X: {e}") from e
-        paths, calls = [], {}
-        for mu in mus:
-            objective = self._objective(X, mu)
-            n, d = objective.X_np.shape
-            ratio = default_lambda_min_ratio(n, d) if self.lambda_min_ratio is None else self.lambda_min_ratio
-            paths.append(follow_path(objective, ratio, self.max_step, threshold=self.threshold))
+        objectives = [self._objective(X, mu) for mu in mus]
+        n, d = objectives[0].X_np.shape
+        ratio = default_lambda_min_ratio(n, d) if self.lambda_min_ratio is None else self.lambda_min_ratio
+        if len(objectives) > 1 and self.anchors is not None:
+            paths = [anchored_path(objectives, self.anchors, ratio, self.max_step, threshold=self.threshold)]
+            scale = mus[-1]
+        else:
+            paths = [follow_path(o, ratio, self.max_step, threshold=self.threshold) for o in objectives]
+            scale = mus[0]
+        calls = {}
+        for objective in objectives:
             for k, v in objective.calls.items():
                 calls[k] = calls.get(k, 0) + v
+        hi, lo = paths[0].lambda_range
+        self.lambda1_range_ = (hi / scale, lo / scale) if self.formulation == "dagma" else (hi, lo)
         self.mus_ = mus
         self.lambda_min_ratio_ = ratio
         self.paths_ = paths

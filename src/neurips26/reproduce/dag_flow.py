@@ -12,10 +12,12 @@ Data
     (18 edges).
 
 Methods
-  * DAG-flow: ``DagFlow("dagma", mu=MU_SCHEDULE)``: one exact path per μ of DAGMA's central
-    path (1, 0.1, …, 1e-4; s = 1), each from its λ_max to λ_max/100, folds crossed by jumps to
-    the neighbouring local minimum; candidate graphs are the thresholded (|w| > 0.3) knots
-    made acyclic (weakest cycle edge removed), pooled over the paths; one selected by BIC.
+  * DAG-flow: ``DagFlow("dagma", mu=MU_SCHEDULE, anchors=ANCHORS)``, its default: the exact path
+    of the last μ of DAGMA's central path (1, 0.1, …, 1e-4; s = 1) from λ_max to
+    LAMBDA_MIN_RATIO·λ_max, restarted at ANCHORS λ on the minimum DAGMA's own μ-continuation
+    reaches there (``causal.anchored_path``), folds crossed by jumps to the neighbouring local
+    minimum; candidate graphs are the thresholded (|w| > 0.3) knots made acyclic (weakest cycle
+    edge removed); one selected by BIC.
   * Grid: ``dagma.linear.DagmaLinear("l2").fit(X, lambda1=λ)`` (its default central path)
     at G log-spaced λ over the same range; thresholded at 0.3; one selected by BIC.
   * NOTEARS grid: gcastle's ``Notears(lambda1=λ)`` (least squares + λ‖W‖₁, augmented
@@ -62,8 +64,11 @@ THRESHOLD = 0.3
 # default λ₁ = 0.02) kept the path and every grid far from the true graph: SHD 16 of 17 edges
 LAMBDA_MIN_RATIO = 1e-4
 # DAGMA's default central path (mu_init = 1, mu_factor = 0.1, T = 5), DagFlow's default schedule:
-# DAG-flow follows one λ-path per μ of it, as the grid's every fit passes through all of them
+# every fit of the grid passes through all of them
 MU_SCHEDULE = CENTRAL_PATH
+# the anchored central path (DagFlow's default): one λ-path of μ = 1e-4, restarted at 12 λ on DAGMA's
+# own continuation; the five independent μ-paths it replaced stayed on poor branches at small μ
+ANCHORS = 12
 
 
 # --- data -----------------------------------------------------------------------------------
@@ -135,7 +140,8 @@ def jaccard_stability(graphs: list[np.ndarray]) -> float:
 # --- methods -------------------------------------------------------------------------------
 
 def dagflow():
-    return DagFlow("dagma", mu=MU_SCHEDULE, lambda_min_ratio=LAMBDA_MIN_RATIO, threshold=THRESHOLD, criterion="bic")
+    return DagFlow("dagma", mu=MU_SCHEDULE, anchors=ANCHORS, lambda_min_ratio=LAMBDA_MIN_RATIO, threshold=THRESHOLD,
+                   criterion="bic")
 
 
 def run_dagflow(X):
@@ -228,16 +234,15 @@ def score_grid(X, B, Ws) -> dict:
 
 def evaluate(X, B, seed, cfg) -> dict:
     flow, t_flow, e_flow = run_dagflow(X)
-    lam_hi, lam_lo = flow.path_.lambda_range  # the μ = 1 path: λ in DAGMA's own λ₁ units
+    lam_hi, lam_lo = flow.lambda1_range_  # in DAGMA's own λ₁ units
     path_graphs = flow.candidate_graphs()
     flow_best = min((count_accuracy(B, A) for A in path_graphs), key=lambda r: r["shd"])
     flow_bic = count_accuracy(B, flow.adjacency_)  # selected by BIC in fit
-    per_mu = {f"{mu:g}": min((count_accuracy(B, make_acyclic(W, THRESHOLD)) for W in p.weights),
-                             key=lambda r: r["shd"])["shd"] for mu, p in zip(MU_SCHEDULE, flow.paths_)}
     res = {"dagflow": {"wall_s": t_flow, "evaluations": e_flow, "best": flow_best, "bic": flow_bic,
                        "candidates": len(path_graphs), "stopped": [p.stopped for p in flow.paths_],
                        "folds": sum(e.kind == "fold" for p in flow.paths_ for e in p.events),
-                       "best_shd_per_mu": per_mu}}
+                       "anchors": sum(e.kind == "anchor" for p in flow.paths_ for e in p.events),
+                       "knots": sum(len(p.lambdas) for p in flow.paths_)}}
     for G in cfg["grids"]:
         Ws, t_grid, e_grid = run_grid(X, np.geomspace(lam_hi, lam_lo, G))
         res[f"grid{G}"] = score_grid(X, B, Ws) | {"wall_s": t_grid, "evaluations": e_grid,
@@ -257,7 +262,7 @@ def evaluate(X, B, seed, cfg) -> dict:
         Xb = X[rng.integers(0, len(X), len(X))]
         fb = dagflow().fit(Xb)
         flows.append(fb.adjacency_)
-        hi, lo = fb.path_.lambda_range
+        hi, lo = fb.lambda1_range_
         Ws, _, _ = run_grid(Xb, np.geomspace(hi, lo, cfg["bootstrap_grid"]))
         grids.append(select_by_bic(Xb, [make_acyclic(W, THRESHOLD) for W in Ws]))
     res["stability"] = {"dagflow": jaccard_stability(flows), f"grid{cfg['bootstrap_grid']}": jaccard_stability(grids)}
@@ -430,28 +435,29 @@ def plot_path(ctx, name, X, B) -> None:
     plt = pyplot()
 
     flow = dagflow().fit(X)
-    shown = [0, min(2, len(MU_SCHEDULE) - 1)]  # μ = 1 and μ = 0.01
-    fig, axes = plt.subplots(1, len(shown), figsize=(11, 3.8), squeeze=False)
+    p = flow.path_
+    fig, axes = plt.subplots(1, 1, figsize=(8, 3.8), squeeze=False)
     d = X.shape[1]
-    for ax, k in zip(axes[0], shown):
-        p = flow.paths_[k]
+    for ax in axes[0]:
         for i in range(d):
             for j in range(d):
                 if np.any(p.weights[:, i, j] != 0):
                     ax.plot(p.lambdas, p.weights[:, i, j], color="C0" if B[i, j] else "0.6",
                             lw=1.2 if B[i, j] else 0.7)
-        colors = {"enter": "C2", "leave": "C3", "fold": "C1"}
+        colors = {"enter": "C2", "leave": "C3", "fold": "C1", "anchor": "C4"}
         for e in p.events:
             if e.kind in colors:
-                ax.axvline(e.lam, color=colors[e.kind], lw=1.2 if e.kind == "fold" else 0.4,
-                           alpha=0.9 if e.kind == "fold" else 0.5)
+                strong = e.kind in ("fold", "anchor")
+                ax.axvline(e.lam, color=colors[e.kind], lw=1.2 if strong else 0.4, alpha=0.9 if strong else 0.5,
+                           ls="--" if e.kind == "anchor" else "-")
         ax.set_xscale("log")
         ax.invert_xaxis()
         ax.set_xlabel("λ = μ·λ₁ (decreasing)")
         ax.set_ylabel("edge weight")
-        ax.set_title(f"μ = {MU_SCHEDULE[k]:g}", fontsize=9)
-    fig.suptitle(f"DAG-flow paths, {name} (blue: true edges; lines: green entries, red exits, orange folds)",
-                 fontsize=9)
+        ax.set_title(f"the anchored path of μ = {MU_SCHEDULE[-1]:g}", fontsize=9)
+    fig.suptitle(f"DAG-flow path, {name} (blue: true edges; lines: green entries, red exits, orange folds, "
+                 "dashed purple anchors)", fontsize=9)
     fig.tight_layout()
-    ctx.figure(fig, "path", "Edge weights along DAG-flow paths at two μ of DAGMA's schedule, with their events.")
+    ctx.figure(fig, "path", "Edge weights along DAG-flow's anchored path (DAGMA's last μ), with its events and the "
+               "anchors where it restarts on DAGMA's own continuation.")
     plt.close(fig)
