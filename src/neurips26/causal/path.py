@@ -230,14 +230,8 @@ def _follow_path(objective, lambda_min_ratio, max_step, tol, max_knots, threshol
     d = objective.d
     edges = np.array([(i, j) for i in range(d) for j in range(d) if i != j])
     W = np.zeros((d, d))
-    g = objective.grad(W)
+    g, lam_max = _gradient_at_zero(objective)
     gE = g[edges[:, 0], edges[:, 1]]
-    lam_max = float(np.abs(gE).max())
-    if not np.isfinite(lam_max):
-        raise FloatingPointError(f"the objective's gradient at W = 0 is not finite ({lam_max}): check X's scale "
-                                 "and the objective's settings")
-    if lam_max == 0:
-        raise ValueError("the gradient at W = 0 vanishes: no edge ever enters")
     lam_min = lambda_min_ratio * lam_max
     if start is None:
         first = int(np.abs(gE).argmax())
@@ -481,7 +475,7 @@ def anchored_path(objectives, anchors: int = 8, lambda_min_ratio: float = 1e-4, 
         raise ValueError(f"lambda_min_ratio must be in (0, 1), got {lambda_min_ratio}")
     final = objectives[-1]
     d = final.d
-    lam_max = float(np.abs(final.grad(np.zeros((d, d)))).max())  # μ_K·λ₁,max: ∇h vanishes at W = 0
+    _, lam_max = _gradient_at_zero(final)  # μ_K·λ₁,max: ∇h vanishes at W = 0
     lam1 = np.geomspace(lam_max / final.mu, lambda_min_ratio * lam_max / final.mu, anchors + 2)[1:-1]
     ratio = lambda lam: lam / lam_max  # noqa: E731  (a stretch's end as follow_path's ratio)
     starts = [None]  # (W, λ) at each anchor whose continuation found a minimum; None: from W = 0
@@ -508,6 +502,19 @@ def anchored_path(objectives, anchors: int = 8, lambda_min_ratio: float = 1e-4, 
     if stopped == "end":
         events.append(PathEvent(float(lambdas[-1][-1]), "end", None))
     return RegularizationPath(np.concatenate(lambdas), np.concatenate(weights), events, stopped)
+
+
+def _gradient_at_zero(objective) -> tuple[np.ndarray, float]:
+    """∇f(0) (diagonal zero) and λ_max = max|∂_ij f(0)|, where the first edge enters; FloatingPointError
+    / ValueError where no path can start (a gradient that is not finite, or vanishes)."""
+    g = objective.grad(np.zeros((objective.d, objective.d)))
+    lam_max = float(np.abs(g).max())
+    if not np.isfinite(lam_max):
+        raise FloatingPointError(f"the objective's gradient at W = 0 is not finite ({lam_max}): check X's scale "
+                                 "and the objective's settings")
+    if lam_max == 0:
+        raise ValueError("the gradient at W = 0 vanishes: no edge ever enters")
+    return g, lam_max
 
 
 def _check_start(objective, edges, start, lam_min, lam_max, tol) -> tuple[np.ndarray, float]:
