@@ -53,7 +53,8 @@ class PathEvent:
 @dataclass
 class RegularizationPath:
     """The path: knots (every accepted step, λ decreasing; an anchored path repeats the λ of
-    each anchor, where it restarts) with W there, the events, and the supports between events. ``W_at(λ)`` interpolates linearly between knots (exact
+    each anchor, where it restarts) with W there, the events, and the supports between events.
+    ``W_at(λ)`` interpolates linearly between knots (exact
     for least squares, whose path is piecewise linear)."""
 
     lambdas: np.ndarray  # (K,) knots, non-increasing
@@ -437,7 +438,7 @@ def _follow_path(objective, lambda_min_ratio, max_step, tol, max_knots, threshol
     return RegularizationPath(np.array(lambdas), np.array(weights), events, stopped)
 
 
-def anchored_path(objectives, anchors: int = 8, lambda_min_ratio: float = 1e-4, max_step: float = 0.05,
+def anchored_path(objectives, anchors: int = 12, lambda_min_ratio: float = 1e-4, max_step: float = 0.05,
                   tol: float = 1e-10, max_knots: int = 20000, threshold: float | None = None) -> RegularizationPath:
     """The λ-path of the last of DAGMA's objectives μ₁ > μ₂ > … > μ_K (its central path) on the
     branch of minima that DAGMA's own μ-continuation selects, restarted on it at ``anchors`` λ.
@@ -457,7 +458,8 @@ def anchored_path(objectives, anchors: int = 8, lambda_min_ratio: float = 1e-4, 
 
     λ is in the μ_K objective's units, μ_K·λ₁ (λ₁ DAGMA's own ℓ1 weight), as for
     ``follow_path`` on ``objectives[-1]``. ``objectives``: at least two ``DagmaObjective`` on
-    the same data with μ strictly decreasing; ``anchors`` an integer >= 1; the other settings
+    the same data with μ strictly decreasing; ``anchors`` an integer >= 1 (12 by default, as
+    ``DagFlow``'s); the other settings
     as ``follow_path``'s (``max_knots`` bounds each stretch). ``stopped`` is the last stretch's."""
     objectives = list(objectives)
     if len(objectives) < 2 or not all(isinstance(o, DagmaObjective) for o in objectives):
