@@ -50,9 +50,10 @@ class DagFlow(BaseEstimator):
         through which each of DAGMA's own fits passes. A path at μ is in units λ = μ·λ₁ of
         DAGMA's own ℓ1 weight λ₁. Ignored by the other formulations.
     anchors : for a schedule of μ (the default), how it is followed. An integer k >= 1 (default
-        12, about one per halving of λ over glmnet's 1e-4 range): one path, of the last μ, on the branch DAGMA's own continuation selects, restarted
-        on it at k anchor λ (``path.anchored_path``: at each, the μ-continuation of DAGMA's fits
-        by ``local_minimum``, then the exact path down to the next anchor). None: one path per
+        12, about one per halving of λ over glmnet's 1e-4 range): one path, of the last μ, on the
+        branch DAGMA's own continuation selects, restarted on it at k anchor λ
+        (``path.anchored_path``: at each, the μ-continuation of DAGMA's fits by ``local_minimum``,
+        then the exact path down to the next anchor). None: one path per
         μ, each from W = 0 at λ_max (``paths_`` in the schedule's order), the selection choosing
         among the graphs of all of them; at small μ such a path can stay on a poor branch.
 

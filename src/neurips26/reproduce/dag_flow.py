@@ -436,25 +436,24 @@ def plot_path(ctx, name, X, B) -> None:
 
     flow = dagflow().fit(X)
     p = flow.path_
-    fig, axes = plt.subplots(1, 1, figsize=(8, 3.8), squeeze=False)
+    fig, ax = plt.subplots(figsize=(8, 3.8))
     d = X.shape[1]
-    for ax in axes[0]:
-        for i in range(d):
-            for j in range(d):
-                if np.any(p.weights[:, i, j] != 0):
-                    ax.plot(p.lambdas, p.weights[:, i, j], color="C0" if B[i, j] else "0.6",
-                            lw=1.2 if B[i, j] else 0.7)
-        colors = {"enter": "C2", "leave": "C3", "fold": "C1", "anchor": "C4"}
-        for e in p.events:
-            if e.kind in colors:
-                strong = e.kind in ("fold", "anchor")
-                ax.axvline(e.lam, color=colors[e.kind], lw=1.2 if strong else 0.4, alpha=0.9 if strong else 0.5,
-                           ls="--" if e.kind == "anchor" else "-")
-        ax.set_xscale("log")
-        ax.invert_xaxis()
-        ax.set_xlabel("λ = μ·λ₁ (decreasing)")
-        ax.set_ylabel("edge weight")
-        ax.set_title(f"the anchored path of μ = {MU_SCHEDULE[-1]:g}", fontsize=9)
+    for i in range(d):
+        for j in range(d):
+            if np.any(p.weights[:, i, j] != 0):
+                ax.plot(p.lambdas, p.weights[:, i, j], color="C0" if B[i, j] else "0.6",
+                        lw=1.2 if B[i, j] else 0.7)
+    colors = {"enter": "C2", "leave": "C3", "fold": "C1", "anchor": "C4"}
+    for e in p.events:
+        if e.kind in colors:
+            strong = e.kind in ("fold", "anchor")
+            ax.axvline(e.lam, color=colors[e.kind], lw=1.2 if strong else 0.4, alpha=0.9 if strong else 0.5,
+                       ls="--" if e.kind == "anchor" else "-")
+    ax.set_xscale("log")
+    ax.invert_xaxis()
+    ax.set_xlabel("λ = μ·λ₁ (decreasing)")
+    ax.set_ylabel("edge weight")
+    ax.set_title(f"the anchored path of μ = {MU_SCHEDULE[-1]:g}", fontsize=9)
     fig.suptitle(f"DAG-flow path, {name} (blue: true edges; lines: green entries, red exits, orange folds, "
                  "dashed purple anchors)", fontsize=9)
     fig.tight_layout()
