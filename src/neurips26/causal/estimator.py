@@ -59,10 +59,10 @@ class DagFlow(BaseEstimator):
 
     What the knobs cost: a path's time grows with its number of knots (edges entering or
     leaving) and about as d³ per knot. ER2 SEMs, n = 1000, one thread (the bench of
-    ``docs/dag-flow.md``): at d = 20 the anchored central path took 3.4 s for a best graph at
+    ``docs/dag-flow.md``): at d = 20 the anchored central path took 3.6 s for a best graph at
     SHD 0, the five independent paths (``anchors=None``) 13.5 s for SHD 5, a 20-point grid of
-    ``dagma`` fits 57 s for SHD 0; at d = 50 2.2 minutes for SHD 0, against 6 minutes for SHD 16
-    and 3.4 minutes for SHD 0. More anchors follow DAGMA's own fits more closely at the price of
+    ``dagma`` fits 61 s for SHD 0; at d = 50 1.7 minutes for SHD 0, against 6 minutes for SHD 16
+    and 3.6 minutes for SHD 0. More anchors follow DAGMA's own fits more closely at the price of
     one continuation each (tens of seconds at the densest anchors, d = 50); ``mu=1.0`` follows one
     path, the cheap preview, which stops where the likelihood still dominates. A smaller
     ``lambda_min_ratio`` adds knots at the dense end; a smaller ``max_step`` adds predictor

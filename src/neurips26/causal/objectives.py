@@ -303,12 +303,13 @@ class DagmaObjective(SEMObjective):
         N = self._inverse_m(W)[0]
         i, j = support[:, 0], support[:, 1]
         w = W[i, j]
-        # 4 w_a w_b N_(j_a, i_b) N_(j_b, i_a), built in place; the second factor is the first's
-        # transpose, gathered from a contiguous Nᵀ rather than read through a strided view (at
-        # k ≈ 1 000 on a d = 50 path the dense build cost as much as the Cholesky factorization)
-        H = np.multiply.outer(4.0 * w, w)  # (4 w_a) w_b: the same bits as 4 (w_a w_b), 4 being a power of 2
-        H *= N[np.ix_(j, i)]
-        H *= np.ascontiguousarray(N.T)[np.ix_(i, j)]
+        # 4 w_a w_b N_(j_a, i_b) N_(j_b, i_a) = P_ab P_ba with P_ab = 2 w_a N_(j_a, i_b): one k × k
+        # gather (rows of N first, a k × d block, then its columns: 3× faster than np.ix_ here)
+        # and two passes, where the outer product and two gathers cost as much as the Cholesky
+        # factorization at k ≈ 1 500 on a d = 50 path; exactly symmetric, as P_ab P_ba = P_ba P_ab
+        P = N[j][:, i]
+        P *= (2.0 * w)[:, None]
+        H = P * P.T
         # the least-squares part μ C_(i_a, i_b) couples only the entries of one column of W: added
         # on those pairs (about k²/d of them), not as a dense k × k product with a mask
         a, b = _same_column_pairs(j)
