@@ -547,9 +547,10 @@ def _factor_definite(H: np.ndarray):
     eigenvalue solve and an LU. (Solving with H − εI instead of H errs by about ε‖H⁻¹‖
     relatively: negligible away from folds; within a few ε of one the tangent is off by O(1),
     which only costs corrector iterations, as the corrector converges to the exact root.)"""
-    if H.size and not (np.isfinite(H.max()) and np.isfinite(H.min())):  # a NaN or an infinity reaches one
+    hi, lo = (H.max(), H.min()) if H.size else (0.0, 0.0)
+    if not (np.isfinite(hi) and np.isfinite(lo)):  # a NaN or an infinity reaches one of them
         return None
-    eps = _definite_margin(H) if H.size else 1e-12
+    eps = _definite_margin(hi, lo)
     # the shifted symmetric part built in place (no identity, no |H| temporary: at k ≈ 1 000 the
     # k × k passes around the factorization cost a quarter of it)
     S = H + H.T
@@ -582,19 +583,20 @@ def _newton_factor(H: np.ndarray, tau_guess: float | None, after_indefinite: boo
     (``after_indefinite``) H is most likely indefinite again, so λ_min is found first and the
     factorization of H, which would fail, is skipped where λ_min < 0 clearly (below
     −1e-9·max|H|; the definiteness test's margin is 1e-12·max|H|)."""
-    S = H + H.T
-    S *= 0.5
-    scale = max(1.0, float(np.abs(S).max()))
-    k = len(S)
-    low = None
-    if tau_guess is not None and k >= SHIFT_INVERT_MIN and after_indefinite:
+    k = len(H)
+    shift_invert = tau_guess is not None and k >= SHIFT_INVERT_MIN
+    S = low = None
+    if shift_invert and after_indefinite:
+        S, scale = _symmetric_part(H)
         low = _smallest_eigenvalue_shift_invert(S, tau_guess)
     if low is None or low >= -1e-9 * scale:
         L = _factor_definite(H)
-        if L is not None:
+        if L is not None:  # no symmetric part built where none is needed: most steps
             return L, tau_guess, False
-    if low is None and tau_guess is not None and k >= SHIFT_INVERT_MIN:
-        low = _smallest_eigenvalue_shift_invert(S, tau_guess)
+    if S is None:
+        S, scale = _symmetric_part(H)
+        if shift_invert:
+            low = _smallest_eigenvalue_shift_invert(S, tau_guess)
     if low is None:
         low = float(eigh(S, eigvals_only=True, subset_by_index=(0, 0), driver="evr")[0])
     tau, eye = 2 * max(-low, 0.0) + 1e-10 * scale, np.eye(k)
@@ -604,6 +606,13 @@ def _newton_factor(H: np.ndarray, tau_guess: float | None, after_indefinite: boo
             return L, tau, True
         tau *= 10
     return None, tau, True
+
+
+def _symmetric_part(H: np.ndarray) -> tuple[np.ndarray, float]:
+    """(S, scale): S = (H + Hᵀ)/2 and scale = max(1, max|S|)."""
+    S = H + H.T
+    S *= 0.5
+    return S, max(1.0, float(np.abs(S).max()))
 
 
 SHIFT_INVERT_MIN = 200  # below this many unknowns LAPACK's eigenvalue solve is cheaper than ARPACK's loop
@@ -618,7 +627,7 @@ def _smallest_eigenvalue_shift_invert(S: np.ndarray, tau0: float) -> float | Non
     from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
     T = S + tau0 * np.eye(len(S))
-    sigma = tau0 - _definite_margin(T)
+    sigma = tau0 - _definite_margin(T.max(), T.min())
     L = _factor_definite(T)
     if L is None:
         return None
@@ -632,9 +641,10 @@ def _smallest_eigenvalue_shift_invert(S: np.ndarray, tau0: float) -> float | Non
     return float(1.0 / top - sigma) if top > 0 else None
 
 
-def _definite_margin(H: np.ndarray) -> float:
-    """The ε that ``_factor_definite`` subtracts from H's diagonal."""
-    return 1e-12 * max(1.0, float(H.max()), -float(H.min()))
+def _definite_margin(hi: float, lo: float) -> float:
+    """The ε that ``_factor_definite`` subtracts from the diagonal of a matrix with largest and
+    smallest entries ``hi`` and ``lo``."""
+    return 1e-12 * max(1.0, float(hi), -float(lo))
 
 
 def _positive_definite(H: np.ndarray) -> bool:
