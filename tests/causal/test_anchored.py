@@ -101,6 +101,27 @@ def test_each_anchor_is_where_the_dagma_packages_own_fit_ends():
         assert np.array_equal(np.abs(path.weights[k]) > 0.3, np.abs(W) > 0.3)
 
 
+def test_anchored_path_follows_dagmas_own_s_schedule():
+    """The ``dagma`` package's ``fit`` lowers s along its μ schedule by default (1, 0.9, …, 0.6):
+    with objectives that do the same, every knot is a KKT point of the last one (s = 0.6), and
+    each anchor is where that default fit ends (Adam's accuracy: 1-2e-4 here)."""
+    dagma = pytest.importorskip("dagma.linear")
+    X = sem_data(n=150)
+    objs = [DagmaObjective(X, mu=mu, s=s) for mu, s in zip(CENTRAL_PATH, (1.0, 0.9, 0.8, 0.7, 0.6))]
+    path = anchored_path(objs, anchors=3, lambda_min_ratio=0.01)
+    for lam, W in zip(path.lambdas, path.weights):
+        assert kkt_residual(objs[-1], W, lam) <= 1e-6
+    anchors = [e.lam for e in path.events if e.kind == "anchor"]
+    assert len(anchors) == 3
+    for lam in anchors[-2:]:
+        k = int(np.flatnonzero(path.lambdas == lam)[-1])
+        with contextlib.redirect_stderr(io.StringIO()):
+            W = dagma.DagmaLinear("l2").fit(X.copy(), lambda1=lam / CENTRAL_PATH[-1], w_threshold=0.0,
+                                            s=[1.0, 0.9, 0.8, 0.7, 0.6])  # a fresh list: dagma mutates it
+        assert np.abs(path.weights[k] - W).max() < 2e-3
+        assert np.array_equal(np.abs(path.weights[k]) > 0.3, np.abs(W) > 0.3)
+
+
 def test_anchored_path_refuses_what_it_cannot_follow():
     X = sem_data()
     objs = [DagmaObjective(X, mu=m) for m in (1.0, 0.1)]
@@ -110,7 +131,7 @@ def test_anchored_path_refuses_what_it_cannot_follow():
         anchored_path(objs[:1])
     with pytest.raises(ValueError, match="decrease"):
         anchored_path(objs[::-1])
-    with pytest.raises(ValueError, match="share their data"):
+    with pytest.raises(ValueError, match="share their data X"):
         anchored_path([objs[0], DagmaObjective(sem_data(seed=1), mu=0.1)])
     with pytest.raises(ValueError, match="anchors"):
         anchored_path(objs, anchors=0)

@@ -458,9 +458,11 @@ def anchored_path(objectives, anchors: int = 12, lambda_min_ratio: float = 1e-4,
 
     λ is in the μ_K objective's units, μ_K·λ₁ (λ₁ DAGMA's own ℓ1 weight), as for
     ``follow_path`` on ``objectives[-1]``. ``objectives``: at least two ``DagmaObjective`` on
-    the same data with μ strictly decreasing; ``anchors`` an integer >= 1 (12 by default, as
-    ``DagFlow``'s); the other settings
-    as ``follow_path``'s (``max_knots`` bounds each stretch). ``stopped`` is the last stretch's."""
+    the same data with μ strictly decreasing, each with its own log-det parameter s (the
+    ``dagma`` package's ``fit`` lowers s along its schedule by default, s = 1, 0.9, …, 0.6;
+    ``DagFlow`` keeps s fixed; docs/dag-flow.md says what each does); ``anchors`` an integer
+    >= 1 (12 by default, as ``DagFlow``'s); the other settings as ``follow_path``'s
+    (``max_knots`` bounds each stretch). ``stopped`` is the last stretch's."""
     objectives = list(objectives)
     if len(objectives) < 2 or not all(isinstance(o, DagmaObjective) for o in objectives):
         raise TypeError("objectives must be at least two DagmaObjective (one per μ of the schedule), got "
@@ -469,8 +471,8 @@ def anchored_path(objectives, anchors: int = 12, lambda_min_ratio: float = 1e-4,
     if any(b >= a for a, b in zip(mus, mus[1:])):
         raise ValueError(f"the objectives' mu must decrease strictly, got {mus}")
     first = objectives[0]
-    if any(o.d != first.d or not np.array_equal(o.X_np, first.X_np) or o.s != first.s for o in objectives):
-        raise ValueError("the objectives must share their data X and s (one DAGMA problem, several mu)")
+    if any(o.d != first.d or not np.array_equal(o.X_np, first.X_np) for o in objectives):
+        raise ValueError("the objectives must share their data X (one DAGMA problem, several mu)")
     anchors = check_int("anchors", anchors, minimum=1)
     lambda_min_ratio = check_real("lambda_min_ratio", lambda_min_ratio)
     if not 0 < lambda_min_ratio < 1:
