@@ -96,7 +96,8 @@ def test_each_anchor_is_where_the_dagma_packages_own_fit_ends():
     for lam in anchors:
         k = int(np.flatnonzero(path.lambdas == lam)[-1])  # the restart's knot (the stretch before ends there too)
         with contextlib.redirect_stderr(io.StringIO()):  # dagma's progress bars
-            W = dagma.DagmaLinear("l2").fit(X.copy(), lambda1=lam / CENTRAL_PATH[-1], w_threshold=0.0)
+            W = dagma.DagmaLinear("l2").fit(X.copy(), lambda1=lam / CENTRAL_PATH[-1], w_threshold=0.0,
+                                            s=[1.0, 0.9, 0.8, 0.7, 0.6])  # its default, fresh: dagma mutates it
         assert np.abs(path.weights[k] - W).max() < 2e-3
         assert np.array_equal(np.abs(path.weights[k]) > 0.3, np.abs(W) > 0.3)
 

@@ -79,3 +79,20 @@ def test_sachs_instances_are_bootstrap_resamples_of_the_rows():
     assert a.shape == X0.shape and np.allclose(a.mean(0), 0) and np.allclose(a.std(0), 1)
     # every row of a resample is a (re-standardized) row of the data: few distinct rows repeat
     assert len(np.unique(a, axis=0)) < len(X0)
+
+
+def test_each_grid_fit_gets_dagmas_default_s_afresh(monkeypatch):
+    """dagma's fit raises s[i] in place when a step leaves its domain, and its default list is
+    shared by every later call: each grid fit must get its own copy of the default schedule."""
+    from dagma.linear import DagmaLinear
+
+    seen = []
+
+    def fit(self, X, lambda1, w_threshold, s):
+        seen.append(list(s))
+        s[-1] += 0.1  # what a retry does
+        return np.zeros((X.shape[1], X.shape[1]))
+
+    monkeypatch.setattr(DagmaLinear, "fit", fit)
+    exp_mod.run_grid(np.random.default_rng(0).normal(size=(20, 3)), [0.1, 0.05, 0.02])
+    assert seen == [[1.0, 0.9, 0.8, 0.7, 0.6]] * 3

@@ -18,7 +18,8 @@ Methods
     reaches there (``causal.anchored_path``), folds crossed by jumps to the neighbouring local
     minimum; candidate graphs are the thresholded (|w| > 0.3) knots made acyclic (weakest cycle
     edge removed); one selected by BIC.
-  * Grid: ``dagma.linear.DagmaLinear("l2").fit(X, lambda1=λ)`` (its default central path)
+  * Grid: ``dagma.linear.DagmaLinear("l2").fit(X, lambda1=λ)`` (its default central path,
+    its default s schedule passed afresh to each fit: ``run_grid``)
     at G log-spaced λ over the same range; thresholded at 0.3; one selected by BIC.
   * NOTEARS grid: gcastle's ``Notears(lambda1=λ)`` (least squares + λ‖W‖₁, augmented
     Lagrangian, L-BFGS-B) at the same G λ values; wall time only (it does not expose its
@@ -151,6 +152,9 @@ def run_dagflow(X):
     return model, wall, sum(model.n_evaluations_.values())
 
 
+DAGMA_S = (1.0, 0.9, 0.8, 0.7, 0.6)  # dagma.linear.DagmaLinear.fit's default s, one per mu
+
+
 def run_grid(X, lambdas):
     import contextlib
     import io
@@ -170,7 +174,10 @@ def run_grid(X, lambdas):
 
         m._adam_update = counted  # one gradient per Adam iteration
         with contextlib.redirect_stderr(io.StringIO()):  # dagma's tqdm bars
-            W = m.fit(X.copy(), lambda1=float(lam), w_threshold=THRESHOLD)
+            # dagma's own default s schedule, passed as a fresh list: fit raises s[i] in place
+            # when a step leaves the domain, and its default list is shared by every later call
+            # (on SF2, d = 10, n = 200 one retry left the process's default at s = ..., 0.7, 0.7)
+            W = m.fit(X.copy(), lambda1=float(lam), w_threshold=THRESHOLD, s=list(DAGMA_S))
         evals += counter[0]
         out.append(W)
     return out, time.perf_counter() - t, evals
