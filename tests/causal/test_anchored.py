@@ -11,6 +11,7 @@ import pytest
 
 from neurips26.causal import CENTRAL_PATH, DagFlow, DagmaObjective, NotearsObjective, anchored_path, follow_path
 from neurips26.causal.path import _factor_definite
+from neurips26.reproduce.dag_flow import DAGMA_S
 
 from .test_dagflow import kkt_residual, sem_data
 
@@ -97,7 +98,7 @@ def test_each_anchor_is_where_the_dagma_packages_own_fit_ends():
         k = int(np.flatnonzero(path.lambdas == lam)[-1])  # the restart's knot (the stretch before ends there too)
         with contextlib.redirect_stderr(io.StringIO()):  # dagma's progress bars
             W = dagma.DagmaLinear("l2").fit(X.copy(), lambda1=lam / CENTRAL_PATH[-1], w_threshold=0.0,
-                                            s=[1.0, 0.9, 0.8, 0.7, 0.6])  # its default, fresh: dagma mutates it
+                                            s=list(DAGMA_S))  # its default, fresh: dagma mutates it
         assert np.abs(path.weights[k] - W).max() < 2e-3
         assert np.array_equal(np.abs(path.weights[k]) > 0.3, np.abs(W) > 0.3)
 
@@ -108,7 +109,7 @@ def test_anchored_path_follows_dagmas_own_s_schedule():
     each anchor is where that default fit ends (Adam's accuracy: 1-2e-4 here)."""
     dagma = pytest.importorskip("dagma.linear")
     X = sem_data(n=150)
-    objs = [DagmaObjective(X, mu=mu, s=s) for mu, s in zip(CENTRAL_PATH, (1.0, 0.9, 0.8, 0.7, 0.6))]
+    objs = [DagmaObjective(X, mu=mu, s=s) for mu, s in zip(CENTRAL_PATH, DAGMA_S)]
     path = anchored_path(objs, anchors=3, lambda_min_ratio=0.01)
     for lam, W in zip(path.lambdas, path.weights):
         assert kkt_residual(objs[-1], W, lam) <= 1e-6
@@ -118,7 +119,7 @@ def test_anchored_path_follows_dagmas_own_s_schedule():
         k = int(np.flatnonzero(path.lambdas == lam)[-1])
         with contextlib.redirect_stderr(io.StringIO()):
             W = dagma.DagmaLinear("l2").fit(X.copy(), lambda1=lam / CENTRAL_PATH[-1], w_threshold=0.0,
-                                            s=[1.0, 0.9, 0.8, 0.7, 0.6])  # a fresh list: dagma mutates it
+                                            s=list(DAGMA_S))  # a fresh list: dagma mutates it
         assert np.abs(path.weights[k] - W).max() < 2e-3
         assert np.array_equal(np.abs(path.weights[k]) > 0.3, np.abs(W) > 0.3)
 
