@@ -9,9 +9,9 @@ import io
 import numpy as np
 import pytest
 
-from neurips26.causal import CENTRAL_PATH, DagFlow, DagmaObjective, NotearsObjective, anchored_path, follow_path
+from neurips26.causal import (CENTRAL_PATH, DAGMA_S, DagFlow, DagmaObjective, NotearsObjective, anchored_path,
+                              follow_path)
 from neurips26.causal.path import _factor_definite
-from neurips26.reproduce.dag_flow import DAGMA_S
 
 from .test_dagflow import kkt_residual, sem_data
 
@@ -122,6 +122,27 @@ def test_anchored_path_follows_dagmas_own_s_schedule():
                                             s=list(DAGMA_S))  # a fresh list: dagma mutates it
         assert np.abs(path.weights[k] - W).max() < 2e-3
         assert np.array_equal(np.abs(path.weights[k]) > 0.3, np.abs(W) > 0.3)
+
+
+def test_dagflow_takes_one_s_per_mu():
+    """``DagFlow(s=...)``: a number is every objective's s, a sequence gives one per μ (DAGMA's
+    own schedule ``DAGMA_S`` among them); the path is the anchored path of those objectives."""
+    X = sem_data(n=150)
+    for s in (DAGMA_S, 0.8):
+        model = DagFlow(s=s, anchors=3, lambda_min_ratio=0.01).fit(X)
+        per_mu = DAGMA_S if s is DAGMA_S else (s,) * len(CENTRAL_PATH)
+        ref = anchored_path([DagmaObjective(X, mu=m, s=v) for m, v in zip(CENTRAL_PATH, per_mu)], anchors=3,
+                            lambda_min_ratio=0.01, threshold=model.threshold)
+        np.testing.assert_array_equal(model.path_.lambdas, ref.lambdas)
+        np.testing.assert_array_equal(model.path_.weights, ref.weights)
+        assert model.objective_.s == per_mu[-1]
+    assert DagFlow().get_params()["s"] == 1.0
+    for bad, err, match in [((1.0, 0.9), ValueError, "one value per mu"), ((1.0, 0.9, 0.8, 0.7, 0.0), ValueError,
+                                                                             r"s\[4\]"),
+                            ((1.0, 0.9, 0.8, 0.7, np.nan), ValueError, r"s\[4\]"), ("1", TypeError, "s must"),
+                            (np.ones((5, 1)), ValueError, "one value per mu"), (-1.0, ValueError, "s must")]:
+        with pytest.raises(err, match=match):
+            DagFlow(s=bad, anchors=3).fit(X)
 
 
 def test_anchored_path_refuses_what_it_cannot_follow():

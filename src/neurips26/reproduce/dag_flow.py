@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neurips26.causal import CENTRAL_PATH, DagFlow, make_acyclic, select_by_bic
+from neurips26.causal import CENTRAL_PATH, DAGMA_S, DagFlow, make_acyclic, select_by_bic
 
 from ._common import pyplot
 from ._harness import RunContext
@@ -150,9 +150,6 @@ def run_dagflow(X):
     model = dagflow().fit(X)
     wall = time.perf_counter() - t
     return model, wall, sum(model.n_evaluations_.values())
-
-
-DAGMA_S = (1.0, 0.9, 0.8, 0.7, 0.6)  # dagma.linear.DagmaLinear.fit's default s, one per mu
 
 
 def run_grid(X, lambdas):
