@@ -78,9 +78,9 @@ def report(cells: list[dict], missing: list[str], grids: list[int]) -> str:
              "DAG-flow: `DagFlow(\"dagma\").fit(X)` with its defaults (the anchored central path, BIC). "
              "Grid: `dagma.linear.DagmaLinear(\"l2\").fit(X, lambda1=λ)` at G geometric λ over the path's "
              "range (DAGMA's λ₁ units). SHD against the true DAG: best among the method's graphs / of its BIC choice.", "",
-             "| graph | d | n | true edges | method | wall (s) | evaluations | best SHD | BIC SHD | path / grid wall "
+             "| graph | d | n | seed | true edges | method | wall (s) | evaluations | best SHD | BIC SHD | path / grid wall "
              f"({', '.join(f'{G}-grid' for G in grids)}) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
         first = True
         for name, (label, _) in PATHS.items():
@@ -88,7 +88,7 @@ def report(cells: list[dict], missing: list[str], grids: list[int]) -> str:
             if f is None:
                 continue
             vs = ", ".join(f"{f['wall_s'] / c[f'grid{G}']['wall_s']:.2f}" for G in grids if f"grid{G}" in c)
-            lead = f"| {c['graph']} | {c['d']} | {c['n']} | {c['true_edges']} |" if first else "| | | | |"
+            lead = f"| {c['graph']} | {c['d']} | {c['n']} | {c['seed']} | {c['true_edges']} |" if first else "| | | | | |"
             first = False
             lines.append(f"{lead} {label} ({f['knots']} knots) | {f['wall_s']:.1f} | {f['evaluations']:,} | "
                          f"{f['best_shd']} | {f['bic_shd']} | {vs} |")
@@ -96,7 +96,7 @@ def report(cells: list[dict], missing: list[str], grids: list[int]) -> str:
             g = c.get(f"grid{G}")
             if g is None:
                 continue
-            lines.append(f"| | | | | dagma, {G}-point grid | {g['wall_s']:.1f} | {g['evaluations']:,} | "
+            lines.append(f"| | | | | | dagma, {G}-point grid | {g['wall_s']:.1f} | {g['evaluations']:,} | "
                          f"{g['best_shd']} | {g['bic_shd']} | |")
     lines += _over_seeds(cells, grids)
     if missing:

@@ -64,8 +64,9 @@ class DagFlow(BaseEstimator):
     ``docs/dag-flow.md``): at d = 20 the anchored central path took 3.6 s for a best graph at
     SHD 0, the five independent paths (``anchors=None``) 13.5 s for SHD 5, a 20-point grid of
     ``dagma`` fits 61 s for SHD 0; at d = 50 1.7 minutes for SHD 0, against 6 minutes for SHD 16
-    and 3.6 minutes for SHD 0. More anchors follow DAGMA's own fits more closely at the price of
-    one continuation each (tens of seconds at the densest anchors, d = 50); ``mu=1.0`` follows one
+    and 3.6 minutes for SHD 0 (one seed; on SF2 at d = 50, over three seeds, the path took 1.1
+    times the grid's time on average, 1.6 at most, and was behind it on every seed). More anchors
+    follow DAGMA's own fits more closely at the price of one continuation each (tens of seconds at the densest anchors, d = 50); ``mu=1.0`` follows one
     path, the cheap preview, which stops where the likelihood still dominates. A smaller
     ``lambda_min_ratio`` adds knots at the dense end; a smaller ``max_step`` adds predictor
     steps between knots (not knots).
@@ -74,9 +75,10 @@ class DagFlow(BaseEstimator):
         0.6) is the ``dagma`` package's own default along ``CENTRAL_PATH``; the anchored path
         then follows the μ = 1e-4, s = 0.6 objective). Measured (ER2 / SF2, n = 1000, 3 seeds,
         docs/dag-flow.md): with ``DAGMA_S`` the best graph matched or beat a 20-point grid of
-        ``dagma`` fits on every seed at d = 10 and 20, where s = 1 was 1-3 edges behind on SF2;
-        but on SF2 at d = 50 it took 3.5 times as long for a worse graph (some descents near the
-        narrower domain's edge fail slowly), so the default stays s = 1.
+        ``dagma`` fits on every seed at d = 10 and 20, where s = 1 was up to 3 edges behind on 5 of
+        the 12 cells, at the same cost (≤ 0.11× the grid); on SF2 at d = 50 it took 392-400 s, 1.3-1.5×
+        the grid (some fold jumps near the narrower domain's edge fail slowly), better than s = 1 on
+        one seed and worse on another. So the default stays s = 1; at d ≤ 20 pass ``s=DAGMA_S``.
     rho, alpha : NOTEARS' augmented-Lagrangian weights, fixed along the path; rho finite and
         >= 0, alpha finite.
     lambda2 : GOLEM's weight of the acyclicity term; finite, >= 0.
