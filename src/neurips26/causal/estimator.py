@@ -66,8 +66,9 @@ class DagFlow(BaseEstimator):
     ``dagma`` fits 61 s for SHD 0; at d = 50 1.7 minutes for SHD 0, against 6 minutes for SHD 16
     and 3.6 minutes for SHD 0 (one seed; on SF2 at d = 50, over three seeds, the path took 1.1
     times the grid's time on average, 1.6 at most, and was behind it on every seed). More anchors
-    follow DAGMA's own fits more closely at the price of one continuation each (tens of seconds at the densest anchors, d = 50); ``mu=1.0`` follows one
-    path, the cheap preview, which stops where the likelihood still dominates. A smaller
+    follow DAGMA's own fits more closely at the price of one continuation each (tens of seconds
+    at the densest anchors, d = 50); ``mu=1.0`` follows one path, the cheap preview, which stops
+    where the likelihood still dominates. A smaller
     ``lambda_min_ratio`` adds knots at the dense end; a smaller ``max_step`` adds predictor
     steps between knots (not knots).
     s : DAGMA's log-det parameter (sI − W∘W must stay an M-matrix); finite, > 0: one value for
