@@ -137,10 +137,13 @@ def test_dagflow_takes_one_s_per_mu():
         np.testing.assert_array_equal(model.path_.weights, ref.weights)
         assert model.objective_.s == per_mu[-1]
     assert DagFlow().get_params()["s"] == 1.0
-    for bad, err, match in [((1.0, 0.9), ValueError, "one value per mu"), ((1.0, 0.9, 0.8, 0.7, 0.0), ValueError,
-                                                                             r"s\[4\]"),
-                            ((1.0, 0.9, 0.8, 0.7, np.nan), ValueError, r"s\[4\]"), ("1", TypeError, "s must"),
-                            (np.ones((5, 1)), ValueError, "one value per mu"), (-1.0, ValueError, "s must")]:
+    bad_values = [((1.0, 0.9), ValueError, "one value per mu"),
+                  ((1.0, 0.9, 0.8, 0.7, 0.0), ValueError, r"s\[4\]"),
+                  ((1.0, 0.9, 0.8, 0.7, np.nan), ValueError, r"s\[4\]"),
+                  ("1", TypeError, "s must"),
+                  (np.ones((5, 1)), ValueError, "one value per mu"),
+                  (-1.0, ValueError, "s must")]
+    for bad, err, match in bad_values:
         with pytest.raises(err, match=match):
             DagFlow(s=bad, anchors=3).fit(X)
 
