@@ -68,9 +68,8 @@ class DagFlow(BaseEstimator):
     times the grid's time on average, 1.6 at most, and was behind it on every seed). More anchors
     follow DAGMA's own fits more closely at the price of one continuation each (tens of seconds
     at the densest anchors, d = 50); ``mu=1.0`` follows one path, the cheap preview, which stops
-    where the likelihood still dominates. A smaller
-    ``lambda_min_ratio`` adds knots at the dense end; a smaller ``max_step`` adds predictor
-    steps between knots (not knots).
+    where the likelihood still dominates. A smaller ``lambda_min_ratio`` adds knots at the dense
+    end; a smaller ``max_step`` adds predictor steps between knots (not knots).
     s : DAGMA's log-det parameter (sI − W∘W must stay an M-matrix); finite, > 0: one value for
         every μ (default 1.0), or one per μ of the schedule (``DAGMA_S`` = (1, 0.9, 0.8, 0.7,
         0.6) is the ``dagma`` package's own default along ``CENTRAL_PATH``; the anchored path
@@ -126,8 +125,8 @@ class DagFlow(BaseEstimator):
         self.min_stability = min_stability
         self.anchors = anchors
 
-    def _check_params(self) -> tuple[float, ...]:
-        """Validate the hyper-parameters; the μ schedule as a tuple of floats."""
+    def _check_params(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """Validate the hyper-parameters; the μ schedule and the s of each μ, as tuples of floats."""
         if self.formulation not in FORMULATIONS:
             raise ValueError(f"formulation must be 'dagma', 'notears', 'golem' or 'lasso', got {self.formulation!r}")
         if self.mu is None:
@@ -162,11 +161,11 @@ class DagFlow(BaseEstimator):
         if self.criterion not in CRITERIA:
             raise ValueError(f"criterion must be 'bic' or 'stability', got {self.criterion!r}")
         _check_min_stability(self.min_stability)
-        self._s_schedule(mus)
+        s_values = self._s_schedule(mus)
         check_real("rho", self.rho, low=0.0)
         check_real("alpha", self.alpha)
         check_real("lambda2", self.lambda2, low=0.0)
-        return mus
+        return mus, s_values
 
     def _s_schedule(self, mus) -> tuple[float, ...]:
         """``s`` as one value per μ: a number repeated, or a sequence as long as the schedule."""
@@ -190,14 +189,14 @@ class DagFlow(BaseEstimator):
         """Follow the path (``anchors``, ``mu``) on the (n, d) data X (n ≥ 2, d ≥ 2, finite, no
         constant column; centred here) and select ``adjacency_``. ``y`` is ignored (there for the
         scikit-learn API)."""
-        mus = self._check_params()
+        mus, s_values = self._check_params()
         try:
             X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2, ensure_min_features=2)
         except (TypeError, ValueError) as e:  # scikit-learn's message, naming the argument where it does not
             if re.search(r"\bX\b", str(e)):
                 raise
             raise type(e)(f"X: {e}") from e
-        objectives = [self._objective(X, mu, s) for mu, s in zip(mus, self._s_schedule(mus))]
+        objectives = [self._objective(X, mu, s) for mu, s in zip(mus, s_values)]
         n, d = objectives[0].X_np.shape
         ratio = default_lambda_min_ratio(n, d) if self.lambda_min_ratio is None else self.lambda_min_ratio
         if len(objectives) > 1 and self.anchors is not None:
