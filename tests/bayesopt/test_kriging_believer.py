@@ -257,6 +257,48 @@ def test_fantasies_on_the_cholesky_gp_equal_those_on_the_botorch_model(kind):
         assert torch.allclose(a.mean, b.mean, atol=1e-8) and torch.allclose(a.variance, b.variance, atol=1e-8)
 
 
+@pytest.mark.filterwarnings("ignore::botorch.exceptions.warnings.InputDataWarning")  # unstandardized on purpose
+@pytest.mark.parametrize("fixed_noise", [False, True])
+def test_tracked_points_keep_the_posterior_of_a_fresh_solve_through_conditioning(fixed_noise, monkeypatch):
+    g = torch.Generator().manual_seed(11)
+    lo, width = torch.tensor([-1.0, -1.0, 0.0]), torch.tensor([3.0, 2.0, 3.0])
+    pts = lambda n: (lo + width * torch.rand(n, 3, generator=g)).double()  # noqa: E731
+    X, P = pts(20), pts(40)
+    Y = X.sum(-1, keepdim=True).sin() * 3 + 0.1 * torch.randn(20, 1, generator=g, dtype=torch.float64)
+    base = _gp(X, Y, "matern", torch.full_like(Y, 0.02) if fixed_noise else None, standardize=True).eval()
+    plain = CholeskyGP(base)
+    tracked = plain.track(P)
+    for k in (1, 2, 1):  # rank-one, rank-two, rank-one updates, with the same outcomes on both
+        Xn = pts(k)
+        Yn = Xn.sum(-1, keepdim=True).cos() + 0.3 * torch.randn(k, 1, generator=g, dtype=torch.float64)
+        plain, tracked = plain.condition_on_observations(Xn, Yn), tracked.condition_on_observations(Xn, Yn)
+    with torch.no_grad():
+        for noise in (False, True):
+            a = plain.posterior(P[:, None], observation_noise=noise)
+            b = tracked.posterior(P[:, None], observation_noise=noise)
+            assert torch.allclose(a.mean, b.mean, rtol=0, atol=1e-10)
+            assert torch.allclose(a.variance, b.variance, rtol=0, atol=1e-10)
+    solves = []
+    real = torch.linalg.solve_triangular
+    monkeypatch.setattr(torch.linalg, "solve_triangular", lambda *a, **kw: solves.append(1) or real(*a, **kw))
+    with torch.no_grad():
+        tracked.posterior(P[:, None])
+        assert solves == []  # the tracked points are read from the cache, not solved for
+        tracked.posterior(P[:7, None])
+        tracked.posterior(P.reshape(-1, 2, 3))  # other points and joint q-batches are solved as before
+        assert len(solves) == 2
+    grads = []
+    for model in (plain, tracked):  # a gradient to the tracked points bypasses the cache
+        x = P[:, None].clone().requires_grad_(True)
+        model.posterior(x).variance.sum().backward()
+        grads.append(x.grad)
+    assert grads[1].abs().max() > 0 and torch.allclose(grads[0], grads[1], rtol=0, atol=1e-10)
+    with pytest.raises(ValueError, match="P must be"):
+        plain.track(P[:, :2])
+    with pytest.raises(ValueError, match="P must be finite"):
+        plain.track(torch.full((2, 3), float("nan"), dtype=torch.float64))
+
+
 def test_fast_kb_runs_on_the_cholesky_gp_and_reaches_the_acquisition_maximum():
     model = toy_model()
     set_lengthscale(model, 0.2)

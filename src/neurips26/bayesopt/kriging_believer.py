@@ -30,9 +30,11 @@ the same (frozen) hyperparameters and transforms. Its posterior at X is μ = m +
 σ² = k(x, x) − vᵀv with v = L⁻¹k(X_train, x) (the exact GP posterior, no approximation), and
 conditioning on k new points appends k rows to L and z (a rank-k update, O(n²k)) instead of
 rebuilding the GP's caches. The acquisition is then maximised with all L-BFGS-B restarts in
-one batched call (BoTorch's ``gen_candidates_scipy``), started from the best ``raw_samples``
-Sobol points of the current acquisition together with the previous step's optima (warm start:
-the conditioned acquisition differs from the previous one only near the last pick). The fast
+one batched call (BoTorch's ``gen_candidates_scipy``), started from the best of ``raw_samples``
+Sobol points together with the previous step's optima (warm start: the conditioned acquisition
+differs from the previous one only near the last pick). The Sobol pool is drawn once per batch
+and tracked by the ``CholeskyGP`` (``track``): each conditioning extends its v's by k rows,
+O(nk) per point, so scoring the pool costs no O(n²) solve after the first pick. The fast
 path is taken for acquisitions that only read ``model.posterior`` (BoTorch's analytic and MC
 acquisitions); others (``PathwiseThompsonSampling``) run on the BoTorch model as before.
 
@@ -266,10 +268,11 @@ class CholeskyGP(Model):
             z = torch.linalg.solve_triangular(L, (y - mean(X))[:, None], upper=False)[:, 0]
         self._set(model, X, y, noise, L, z, kernel, mean)
 
-    def _set(self, base, X, y, noise, L, z, kernel, mean):
+    def _set(self, base, X, y, noise, L, z, kernel, mean, tracked=None):
         torch.nn.Module.train(self, False)  # a posterior only: always in eval mode
         object.__setattr__(self, "base", base)  # not a submodule: nothing of it is trained here
         self._X, self._y, self._noise, self._L, self._z = X, y, noise, L, z
+        self._tracked = tracked  # (P, P in model scale, V = L⁻¹k(X, P), mean at P, variance at P) or None
         self._kernel, self._mean = kernel, mean
         self._fixed_noise = isinstance(base.likelihood, FixedNoiseGaussianLikelihood)
         self._outcome = getattr(base, "outcome_transform", None)
@@ -316,6 +319,38 @@ class CholeskyGP(Model):
             return self.base.likelihood.noise.detach().mean().expand(k)
         return self._noise[:1].expand(k)
 
+    def track(self, P: Tensor) -> "CholeskyGP":
+        """This posterior, also keeping its marginals at the points ``P`` (m, d) (original input
+        scale) up to date: a new ``CholeskyGP`` (this one is untouched).
+
+        Conditioning on k points then extends V = L⁻¹k(X, P) by k rows in O(nmk), and a
+        ``posterior`` call at exactly those points, as m t-batches of one ((m, 1, d), which is
+        what ``acq(P[:, None, :])`` asks for) and without a gradient to them, reads mean and
+        variance from there instead of paying k(X, P) and an O(n²m) triangular solve: the cost
+        of evaluating one pool of start points at every pick of a batch. The values are the
+        same up to rounding."""
+        P = check_points("P", P, self._X.shape[-1], allow_empty=False).to(self._X)
+        with torch.no_grad():
+            Pt = self._to_model_scale(P)
+            V = torch.linalg.solve_triangular(self._L, self._kernel(self._X, Pt), upper=False)
+            mean = self._mean(Pt) + V.T @ self._z
+            var = self._kernel.diag(Pt) - (V * V).sum(0)
+        out = CholeskyGP.__new__(CholeskyGP)
+        Model.__init__(out)
+        return out._set(self.base, self._X, self._y, self._noise, self._L, self._z, self._kernel, self._mean,
+                        tracked=(P, Pt, V, mean, var))
+
+    def _marginals(self, X: Tensor, Xt: Tensor) -> tuple[Tensor, Tensor]:
+        """Mean and variance (transformed scale, no noise) at the points of ``X`` (…, 1, d),
+        from the tracked cache when ``X`` is exactly the tracked points, else computed."""
+        flat = Xt.reshape(-1, Xt.shape[-1])
+        tr = self._tracked
+        if (tr is not None and X.shape[-2] == 1 and flat.shape == tr[1].shape and X.dtype == tr[0].dtype
+                and not (X.requires_grad and torch.is_grad_enabled()) and torch.equal(X.reshape(flat.shape), tr[0])):
+            return tr[3], tr[4].clamp_min(1e-12)
+        V = torch.linalg.solve_triangular(self._L, self._kernel(self._X, flat), upper=False)  # (n, N)
+        return self._mean(flat) + V.T @ self._z, (self._kernel.diag(flat) - (V * V).sum(0)).clamp_min(1e-12)
+
     def posterior(self, X: Tensor, output_indices=None, observation_noise=False, posterior_transform=None,
                   **kwargs):
         """Posterior at X (batch..., q, d), joint over q; original outcome scale."""
@@ -324,12 +359,13 @@ class CholeskyGP(Model):
         Xt = self._to_model_scale(X)
         *batch, q, d = Xt.shape
         flat = Xt.reshape(-1, d)
-        V = torch.linalg.solve_triangular(self._L, self._kernel(self._X, flat), upper=False)  # (n, N)
-        mean = (self._mean(flat) + V.T @ self._z).reshape(*batch, q)
         if q == 1:
-            var = (self._kernel.diag(flat) - (V * V).sum(0)).clamp_min(1e-12).reshape(*batch, 1)
+            mean, var = self._marginals(X, Xt)
+            mean, var = mean.reshape(*batch, 1), var.reshape(*batch, 1)
             cov = None
         else:
+            V = torch.linalg.solve_triangular(self._L, self._kernel(self._X, flat), upper=False)  # (n, N)
+            mean = (self._mean(flat) + V.T @ self._z).reshape(*batch, q)
             Vb = V.T.reshape(-1, q, V.shape[0])  # (B, q, n)
             kqq = torch.stack([self._kernel(x, x) for x in flat.reshape(-1, q, d)])
             cov = (kqq - Vb @ Vb.transpose(-1, -2)).reshape(*batch, q, q)
@@ -377,11 +413,16 @@ class CholeskyGP(Model):
             L = self._L.new_zeros(n + k, n + k)
             L[:n, :n], L[n:, :n], L[n:, n:] = self._L, B.T, L22
             z2 = torch.linalg.solve_triangular(L22, (yt - self._mean(Xt) - B.T @ self._z)[:, None], upper=False)
+            tracked = self._tracked
+            if tracked is not None:  # the k new rows of V at the tracked points, and their effect
+                P, Pt, V, m, v = tracked
+                W = torch.linalg.solve_triangular(L22, self._kernel(Xt, Pt) - B.T @ V, upper=False)  # (k, m)
+                tracked = (P, Pt, torch.cat([V, W]), m + W.T @ z2[:, 0], v - (W * W).sum(0))
             out = CholeskyGP.__new__(CholeskyGP)
             Model.__init__(out)
             return out._set(self.base, torch.cat([self._X, Xt]), torch.cat([self._y, yt]),
                             torch.cat([self._noise, nz.expand(k)]), L, torch.cat([self._z, z2[:, 0]]),
-                            self._kernel, self._mean)
+                            self._kernel, self._mean, tracked)
 
 
 def _affine_input(model) -> tuple[Tensor, Tensor] | None:
@@ -447,9 +488,12 @@ class KrigingBeliever:
             lie = float(_train_y(model).min())
         has_pending = pending is not None and len(pending)
         why = "fast=False" if self.fast is False else cholesky_supported(model)
-        acq = None
+        acq = pool = None
         if why is None:
             current = CholeskyGP(model)
+            if self.space.candidates is None:  # one pool of start points for the whole batch, tracked
+                pool = self._sobol_pool()
+                current = current.track(pool)
             if has_pending:
                 current = fantasize(current, pending, self.fantasy, lie, self.generator)
             acq = self.acquisition(current)
@@ -461,13 +505,13 @@ class KrigingBeliever:
             current = model
             if has_pending:
                 current = fantasize(current, pending, self.fantasy, lie, self.generator)
-        fast = why is None
+        box = why is None and pool is not None
         picks, warm = [], None
         for i in range(q):
             if acq is None:
                 acq = self.acquisition(current)
-            if fast and self.space.candidates is None:
-                x, warm = self._maximize_box(acq, warm)
+            if box:
+                x, warm = self._maximize_box(acq, pool, warm)
             else:
                 x = self.space.maximize(acq)
             picks.append(x)
@@ -476,24 +520,32 @@ class KrigingBeliever:
                 current = fantasize(current, x, self.fantasy, lie, self.generator)
         return torch.cat(picks)
 
-    def _maximize_box(self, acq, warm: Tensor | None) -> tuple[Tensor, Tensor]:
-        """argmax of ``acq`` over the box (1, d), and the end points of all restarts (r, d).
-
-        Start points: ``num_restarts`` of the ``raw_samples`` scrambled Sobol points and the
-        previous pick's end points ``warm``, drawn as BoTorch's ``initialize_q_batch`` does
-        (the best one, then the rest with probability ∝ exp(standardized value)); then one
-        batched L-BFGS-B run over all restarts (``gen_candidates_scipy``)."""
-        from botorch.generation.gen import gen_candidates_scipy
+    def _sobol_pool(self) -> Tensor:
+        """``raw_samples`` scrambled Sobol points in the box (seeded from this proposer's generator)."""
         from torch.quasirandom import SobolEngine
 
         b, sp = self.space.bounds, self.space
         seed = int(torch.randint(2**31 - 1, (1,), generator=self.generator))
-        pool = b[0] + (b[1] - b[0]) * SobolEngine(sp.dim, scramble=True, seed=seed).draw(sp.raw_samples,
+        return b[0] + (b[1] - b[0]) * SobolEngine(sp.dim, scramble=True, seed=seed).draw(sp.raw_samples,
                                                                                           dtype=torch.float64)
-        if warm is not None:
-            pool = torch.cat([pool, warm])
+
+    def _maximize_box(self, acq, pool: Tensor, warm: Tensor | None) -> tuple[Tensor, Tensor]:
+        """argmax of ``acq`` over the box (1, d), and the end points of all restarts (r, d).
+
+        Start points: ``num_restarts`` of the ``pool`` (the batch's Sobol points, which the
+        model tracks, so they are evaluated in one call at no solve) and the previous pick's
+        end points ``warm``, drawn as BoTorch's ``initialize_q_batch`` does (the best one, then
+        the rest with probability ∝ exp(standardized value)); then one batched L-BFGS-B run
+        over all restarts (``gen_candidates_scipy``)."""
+        from botorch.generation.gen import gen_candidates_scipy
+
+        b, sp = self.space.bounds, self.space
         with torch.no_grad():
-            vals = torch.cat([acq(c[:, None, :]) for c in pool.split(sp.chunk)])
+            vals = [acq(pool[:, None, :])]
+            if warm is not None:
+                vals += [acq(c[:, None, :]) for c in warm.split(sp.chunk)]
+                pool = torch.cat([pool, warm])
+            vals = torch.cat(vals)
         starts = pool[_boltzmann_pick(vals, min(sp.num_restarts, len(pool)), self.generator)]
         X, v = gen_candidates_scipy(starts[:, None, :], acq, lower_bounds=b[0], upper_bounds=b[1])
         X = X.detach()[:, 0, :]
