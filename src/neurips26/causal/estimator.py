@@ -76,9 +76,12 @@ class DagFlow(BaseEstimator):
         then follows the μ = 1e-4, s = 0.6 objective). Measured (ER2 / SF2, n = 1000, 3 seeds,
         docs/dag-flow.md): with ``DAGMA_S`` the best graph matched or beat a 20-point grid of
         ``dagma`` fits on every seed at d = 10 and 20, where s = 1 was up to 3 edges behind on 5 of
-        the 12 cells, at the same cost (≤ 0.11× the grid); on SF2 at d = 50 it took 392-400 s, 1.3-1.5×
-        the grid (some fold jumps near the narrower domain's edge fail slowly), better than s = 1 on
-        one seed and worse on another. So the default stays s = 1; at d ≤ 20 pass ``s=DAGMA_S``.
+        the 12 cells, at the same cost (≤ 0.11× the grid); on ER2 at d = 50 it matched the grid on
+        all 3 seeds (s = 1: 1 edge behind on one) at 0.35× its time (0.51× at most); on SF2 at d = 50
+        it took 392-400 s, 1.3-1.5× the grid (a final fold jump whose descents crawl for minutes
+        before failing), better than s = 1 on one seed and worse on another, and a third seed ran
+        past 16 minutes. So the default stays s = 1; at d ≤ 20, and on sparse ER-like graphs at
+        d = 50, pass ``s=DAGMA_S``.
     rho, alpha : NOTEARS' augmented-Lagrangian weights, fixed along the path; rho finite and
         >= 0, alpha finite.
     lambda2 : GOLEM's weight of the acyclicity term; finite, >= 0.
