@@ -319,6 +319,19 @@ def test_fast_kb_runs_on_the_cholesky_gp_and_reaches_the_acquisition_maximum():
             assert float(acq(x[None, None])) >= float(acq(G[:, None]).max()) - 1e-4
 
 
+def test_kb_batches_are_the_same_with_the_start_pool_tracked_or_solved_for(monkeypatch):
+    import neurips26.bayesopt.kriging_believer as kb
+
+    model = toy_model(n=30)
+    space = SearchSpace(BOUNDS, num_restarts=4, raw_samples=64, chunk=16)
+    pending = torch.tensor([[0.3, 0.6]], dtype=torch.float64)
+    ucb = lambda m: UpperConfidenceBound(m, beta=4.0)  # noqa: E731
+    tracked = KrigingBeliever(ucb, space, seed=1).propose(model, q=4, pending=pending)
+    monkeypatch.setattr(kb, "TRACK_ENTRIES", 0)  # too big to track: scored in chunks by fresh solves
+    solved = KrigingBeliever(ucb, space, seed=1).propose(model, q=4, pending=pending)
+    assert torch.allclose(tracked, solved, rtol=0, atol=1e-6)
+
+
 def test_fast_path_falls_back_or_refuses_where_it_does_not_apply():
     from botorch.acquisition.thompson_sampling import PathwiseThompsonSampling
 

@@ -69,6 +69,7 @@ __all__ = ["fantasize", "CholeskyGP", "cholesky_supported", "KrigingBeliever", "
            "BatchThompson", "QLogNEI", "RandomProposer", "irgp_ucb", "irgp_beta"]
 
 FANTASIES = ("y", "f", "mean", "liar")
+TRACK_ENTRIES = 2**24  # largest L⁻¹k(X, pool) KrigingBeliever tracks (entries; 128 MiB in float64)
 
 
 def _noise_kwargs(model, n: int) -> dict:
@@ -489,11 +490,15 @@ class KrigingBeliever:
         has_pending = pending is not None and len(pending)
         why = "fast=False" if self.fast is False else cholesky_supported(model)
         acq = pool = None
+        tracked = False
         if why is None:
             current = CholeskyGP(model)
             if self.space.candidates is None:  # one pool of start points for the whole batch, tracked
                 pool = self._sobol_pool()
-                current = current.track(pool)
+                n_end = len(current.train_targets) + q + (len(pending) if has_pending else 0)
+                tracked = len(pool) * n_end <= TRACK_ENTRIES
+                if tracked:
+                    current = current.track(pool)
             if has_pending:
                 current = fantasize(current, pending, self.fantasy, lie, self.generator)
             acq = self.acquisition(current)
@@ -511,7 +516,7 @@ class KrigingBeliever:
             if acq is None:
                 acq = self.acquisition(current)
             if box:
-                x, warm = self._maximize_box(acq, pool, warm)
+                x, warm = self._maximize_box(acq, pool, warm, tracked)
             else:
                 x = self.space.maximize(acq)
             picks.append(x)
@@ -529,19 +534,20 @@ class KrigingBeliever:
         return b[0] + (b[1] - b[0]) * SobolEngine(sp.dim, scramble=True, seed=seed).draw(sp.raw_samples,
                                                                                           dtype=torch.float64)
 
-    def _maximize_box(self, acq, pool: Tensor, warm: Tensor | None) -> tuple[Tensor, Tensor]:
+    def _maximize_box(self, acq, pool: Tensor, warm: Tensor | None, tracked: bool) -> tuple[Tensor, Tensor]:
         """argmax of ``acq`` over the box (1, d), and the end points of all restarts (r, d).
 
         Start points: ``num_restarts`` of the ``pool`` (the batch's Sobol points, which the
-        model tracks, so they are evaluated in one call at no solve) and the previous pick's
+        model tracks unless that would take more than ``TRACK_ENTRIES`` entries, so they are
+        evaluated in one call at no solve) and the previous pick's
         end points ``warm``, drawn as BoTorch's ``initialize_q_batch`` does (the best one, then
         the rest with probability ∝ exp(standardized value)); then one batched L-BFGS-B run
         over all restarts (``gen_candidates_scipy``)."""
         from botorch.generation.gen import gen_candidates_scipy
 
         b, sp = self.space.bounds, self.space
-        with torch.no_grad():
-            vals = [acq(pool[:, None, :])]
+        with torch.no_grad():  # the tracked pool in one call (a cache hit), anything else in chunks
+            vals = [acq(pool[:, None, :])] if tracked else [acq(c[:, None, :]) for c in pool.split(sp.chunk)]
             if warm is not None:
                 vals += [acq(c[:, None, :]) for c in warm.split(sp.chunk)]
                 pool = torch.cat([pool, warm])
