@@ -78,10 +78,9 @@ class DagFlow(BaseEstimator):
         ``dagma`` fits on every seed at d = 10 and 20, where s = 1 was up to 3 edges behind on 5 of
         the 12 cells, at the same cost (≤ 0.11× the grid); on ER2 at d = 50 it matched the grid on
         all 3 seeds (s = 1: 1 edge behind on one) at 0.35× its time (0.51× at most); on SF2 at d = 50
-        it took 392-400 s, 1.3-1.5× the grid (a final fold jump whose descents crawl for minutes
-        before failing), better than s = 1 on one seed and worse on another, and a third seed ran
-        past 16 minutes. So the default stays s = 1; at d ≤ 20, and on sparse ER-like graphs at
-        d = 50, pass ``s=DAGMA_S``.
+        it took 392, 400 and 1 152 s, 1.3-4.3× the grid (fold jumps whose descents crawl for
+        minutes before failing), better than s = 1 on one seed and worse on two. So the default
+        stays s = 1; at d ≤ 20, and on sparse ER-like graphs at d = 50, pass ``s=DAGMA_S``.
     rho, alpha : NOTEARS' augmented-Lagrangian weights, fixed along the path; rho finite and
         >= 0, alpha finite.
     lambda2 : GOLEM's weight of the acyclicity term; finite, >= 0.
