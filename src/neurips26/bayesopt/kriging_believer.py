@@ -320,6 +320,10 @@ class CholeskyGP(Model):
             return self.base.likelihood.noise.detach().mean().expand(k)
         return self._noise[:1].expand(k)
 
+    def _solve(self, Xt: Tensor) -> Tensor:
+        """L⁻¹k(X, Xt), (n, N), for N points on the model's input scale."""
+        return torch.linalg.solve_triangular(self._L, self._kernel(self._X, Xt), upper=False)
+
     def track(self, P: Tensor) -> "CholeskyGP":
         """This posterior, also keeping its marginals at the points ``P`` (m, d) (original input
         scale) up to date: a new ``CholeskyGP`` (this one is untouched).
@@ -333,7 +337,7 @@ class CholeskyGP(Model):
         P = check_points("P", P, self._X.shape[-1], allow_empty=False).to(self._X)
         with torch.no_grad():
             Pt = self._to_model_scale(P)
-            V = torch.linalg.solve_triangular(self._L, self._kernel(self._X, Pt), upper=False)
+            V = self._solve(Pt)
             mean = self._mean(Pt) + V.T @ self._z
             var = self._kernel.diag(Pt) - (V * V).sum(0)
         out = CholeskyGP.__new__(CholeskyGP)
@@ -349,7 +353,7 @@ class CholeskyGP(Model):
         if (tr is not None and X.shape[-2] == 1 and flat.shape == tr[1].shape and X.dtype == tr[0].dtype
                 and not (X.requires_grad and torch.is_grad_enabled()) and torch.equal(X.reshape(flat.shape), tr[0])):
             return tr[3], tr[4].clamp_min(1e-12)
-        V = torch.linalg.solve_triangular(self._L, self._kernel(self._X, flat), upper=False)  # (n, N)
+        V = self._solve(flat)
         return self._mean(flat) + V.T @ self._z, (self._kernel.diag(flat) - (V * V).sum(0)).clamp_min(1e-12)
 
     def posterior(self, X: Tensor, output_indices=None, observation_noise=False, posterior_transform=None,
@@ -365,7 +369,7 @@ class CholeskyGP(Model):
             mean, var = mean.reshape(*batch, 1), var.reshape(*batch, 1)
             cov = None
         else:
-            V = torch.linalg.solve_triangular(self._L, self._kernel(self._X, flat), upper=False)  # (n, N)
+            V = self._solve(flat)
             mean = (self._mean(flat) + V.T @ self._z).reshape(*batch, q)
             Vb = V.T.reshape(-1, q, V.shape[0])  # (B, q, n)
             kqq = torch.stack([self._kernel(x, x) for x in flat.reshape(-1, q, d)])
@@ -408,7 +412,7 @@ class CholeskyGP(Model):
             yt = Yt[:, 0].to(self._y)
             k, n = len(Xt), len(self._X)
             nz = noise.reshape(-1).to(self._y) if noise is not None else self._new_noise(k)
-            B = torch.linalg.solve_triangular(self._L, self._kernel(self._X, Xt), upper=False)  # (n, k)
+            B = self._solve(Xt)
             S = self._kernel(Xt, Xt) + torch.diag_embed(nz) - B.T @ B
             L22 = psd_safe_cholesky(0.5 * (S + S.T))
             L = self._L.new_zeros(n + k, n + k)
@@ -537,12 +541,11 @@ class KrigingBeliever:
     def _maximize_box(self, acq, pool: Tensor, warm: Tensor | None, tracked: bool) -> tuple[Tensor, Tensor]:
         """argmax of ``acq`` over the box (1, d), and the end points of all restarts (r, d).
 
-        Start points: ``num_restarts`` of the ``pool`` (the batch's Sobol points, which the
-        model tracks unless that would take more than ``TRACK_ENTRIES`` entries, so they are
-        evaluated in one call at no solve) and the previous pick's
-        end points ``warm``, drawn as BoTorch's ``initialize_q_batch`` does (the best one, then
-        the rest with probability ∝ exp(standardized value)); then one batched L-BFGS-B run
-        over all restarts (``gen_candidates_scipy``)."""
+        Start points: ``num_restarts`` of the ``pool`` (the batch's Sobol points; when the
+        model tracks them, ``tracked``, they are scored in one call at no solve) and the
+        previous pick's end points ``warm``, drawn as BoTorch's ``initialize_q_batch`` does (the
+        best one, then the rest with probability ∝ exp(standardized value)); then one batched
+        L-BFGS-B run over all restarts (``gen_candidates_scipy``)."""
         from botorch.generation.gen import gen_candidates_scipy
 
         b, sp = self.space.bounds, self.space
