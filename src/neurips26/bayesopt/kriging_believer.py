@@ -49,7 +49,7 @@ qLogNoisyExpectedImprovement optimized jointly) and ``RandomProposer``. Every pr
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import torch
 from botorch.acquisition import AnalyticAcquisitionFunction, MCAcquisitionFunction
@@ -69,6 +69,16 @@ __all__ = ["fantasize", "CholeskyGP", "cholesky_supported", "KrigingBeliever", "
            "BatchThompson", "QLogNEI", "RandomProposer", "irgp_ucb", "irgp_beta"]
 
 FANTASIES = ("y", "f", "mean", "liar")
+
+
+class _Tracked(NamedTuple):
+    """A ``CholeskyGP``'s cache at tracked points (``CholeskyGP.track``)."""
+    P: Tensor  # the points, original input scale (m, d)
+    Pt: Tensor  # the same on the model's input scale
+    V: Tensor  # L⁻¹k(X, Pt), (n, m)
+    mean: Tensor  # posterior mean at Pt, transformed outcome scale, (m,)
+    var: Tensor  # posterior variance at Pt, no noise, (m,)
+
 TRACK_ENTRIES = 2**24  # largest L⁻¹k(X, pool) KrigingBeliever tracks (entries; 128 MiB in float64)
 
 
@@ -273,7 +283,7 @@ class CholeskyGP(Model):
         torch.nn.Module.train(self, False)  # a posterior only: always in eval mode
         object.__setattr__(self, "base", base)  # not a submodule: nothing of it is trained here
         self._X, self._y, self._noise, self._L, self._z = X, y, noise, L, z
-        self._tracked = tracked  # (P, P in model scale, V = L⁻¹k(X, P), mean at P, variance at P) or None
+        self._tracked = tracked  # a _Tracked, or None
         self._kernel, self._mean = kernel, mean
         self._fixed_noise = isinstance(base.likelihood, FixedNoiseGaussianLikelihood)
         self._outcome = getattr(base, "outcome_transform", None)
@@ -340,19 +350,22 @@ class CholeskyGP(Model):
             V = self._solve(Pt)
             mean = self._mean(Pt) + V.T @ self._z
             var = self._kernel.diag(Pt) - (V * V).sum(0)
+        return self._derived(self._X, self._y, self._noise, self._L, self._z, _Tracked(P, Pt, V, mean, var))
+
+    def _derived(self, X, y, noise, L, z, tracked) -> "CholeskyGP":
+        """A new ``CholeskyGP`` on this one's base model, kernel and mean with the given state."""
         out = CholeskyGP.__new__(CholeskyGP)
         Model.__init__(out)
-        return out._set(self.base, self._X, self._y, self._noise, self._L, self._z, self._kernel, self._mean,
-                        tracked=(P, Pt, V, mean, var))
+        return out._set(self.base, X, y, noise, L, z, self._kernel, self._mean, tracked)
 
     def _marginals(self, X: Tensor, Xt: Tensor) -> tuple[Tensor, Tensor]:
         """Mean and variance (transformed scale, no noise) at the points of ``X`` (…, 1, d),
         from the tracked cache when ``X`` is exactly the tracked points, else computed."""
         flat = Xt.reshape(-1, Xt.shape[-1])
         tr = self._tracked
-        if (tr is not None and X.shape[-2] == 1 and flat.shape == tr[1].shape and X.dtype == tr[0].dtype
-                and not (X.requires_grad and torch.is_grad_enabled()) and torch.equal(X.reshape(flat.shape), tr[0])):
-            return tr[3], tr[4].clamp_min(1e-12)
+        if (tr is not None and X.shape[-2] == 1 and flat.shape == tr.Pt.shape and X.dtype == tr.P.dtype
+                and not (X.requires_grad and torch.is_grad_enabled()) and torch.equal(X.reshape(flat.shape), tr.P)):
+            return tr.mean, tr.var.clamp_min(1e-12)
         V = self._solve(flat)
         return self._mean(flat) + V.T @ self._z, (self._kernel.diag(flat) - (V * V).sum(0)).clamp_min(1e-12)
 
@@ -420,14 +433,12 @@ class CholeskyGP(Model):
             z2 = torch.linalg.solve_triangular(L22, (yt - self._mean(Xt) - B.T @ self._z)[:, None], upper=False)
             tracked = self._tracked
             if tracked is not None:  # the k new rows of V at the tracked points, and their effect
-                P, Pt, V, m, v = tracked
-                W = torch.linalg.solve_triangular(L22, self._kernel(Xt, Pt) - B.T @ V, upper=False)  # (k, m)
-                tracked = (P, Pt, torch.cat([V, W]), m + W.T @ z2[:, 0], v - (W * W).sum(0))
-            out = CholeskyGP.__new__(CholeskyGP)
-            Model.__init__(out)
-            return out._set(self.base, torch.cat([self._X, Xt]), torch.cat([self._y, yt]),
-                            torch.cat([self._noise, nz.expand(k)]), L, torch.cat([self._z, z2[:, 0]]),
-                            self._kernel, self._mean, tracked)
+                W = torch.linalg.solve_triangular(L22, self._kernel(Xt, tracked.Pt) - B.T @ tracked.V,
+                                                  upper=False)  # (k, m)
+                tracked = tracked._replace(V=torch.cat([tracked.V, W]), mean=tracked.mean + W.T @ z2[:, 0],
+                                           var=tracked.var - (W * W).sum(0))
+            return self._derived(torch.cat([self._X, Xt]), torch.cat([self._y, yt]),
+                                 torch.cat([self._noise, nz.expand(k)]), L, torch.cat([self._z, z2[:, 0]]), tracked)
 
 
 def _affine_input(model) -> tuple[Tensor, Tensor] | None:
